@@ -1,0 +1,577 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Tests of scripts/lk on canned inputs and on deliberately broken patches.
+
+  python3 scripts/lk_test.py            all tests
+  python3 scripts/lk_test.py --quick    only those that need no base tree
+
+The tests that need a base tree generate their broken patches at run time
+in a scratch clone, so no kernel source is kept in the project.  Without a
+base tree they are reported as skipped, never as passed.
+"""
+
+import collections
+import importlib.machinery
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+LK = os.path.join(HERE, "lk")
+
+_loader = importlib.machinery.SourceFileLoader("lk", LK)
+_spec = importlib.util.spec_from_loader("lk", _loader)
+lk = importlib.util.module_from_spec(_spec)
+_loader.exec_module(lk)
+
+QUICK = "--quick" in sys.argv
+if QUICK:
+    sys.argv.remove("--quick")
+
+IDENT = lk.PROJECT_IDENT
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def mail(subject, body="Explain the problem.\nExplain the effect.\n"
+         "Explain the change.\nNot for upstream: a test.\n", sob=IDENT,
+         author=IDENT):
+    text = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+    text += "From: %s\nDate: Thu, 3 Dec 2026 00:00:00 +0000\n" % author
+    text += "Subject: [PATCH] %s\n\n%s" % (subject, body)
+    if sob:
+        text += "\nSigned-off-by: %s\n" % sob
+    text += "---\n a | 1 +\n"
+    return text
+
+
+class SeriesParsing(unittest.TestCase):
+    def test_sections_and_comments(self):
+        e = lk.parse_series(textwrap.dedent("""\
+            # banner
+            # section: toolchain (prerequisite)
+            prereq/a.patch
+
+            # section: y2038 (upstream)
+            # a comment line
+            upstream/b.patch
+            """))
+        self.assertEqual([(x.path, x.section, x.upstream) for x in e], [
+            ("prereq/a.patch", "toolchain", False),
+            ("upstream/b.patch", "y2038", True)])
+
+    def test_entry_before_section_is_refused(self):
+        with self.assertRaisesRegex(lk.Failure, "before any"):
+            lk.parse_series("prereq/a.patch\n")
+
+    def test_prerequisite_after_upstream_is_refused(self):
+        with self.assertRaisesRegex(lk.Failure, "prerequisite stack must "
+                                    "come first"):
+            lk.parse_series("# section: a (upstream)\nupstream/a.patch\n"
+                            "# section: b (prerequisite)\nprereq/b.patch\n")
+
+    def test_malformed_section_line_is_refused(self):
+        with self.assertRaisesRegex(lk.Failure, "want '# section: NAME"):
+            lk.parse_series("# section: toolchain (prereq)\nprereq/a.patch\n")
+
+    def test_options_on_a_line_are_refused(self):
+        with self.assertRaisesRegex(lk.Failure, "one patch file per line"):
+            lk.parse_series("# section: x (upstream)\nupstream/a.patch -p1\n")
+
+    def test_slug_follows_subject(self):
+        self.assertEqual(lk.slug("[PATCH 1/2] objtool: accept objects that"
+                                 " have no symbol table"),
+                         "objtool-accept-objects-that-have-no-symbol-table")
+
+
+class SeriesCheck(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def make(self, series, patches):
+        write(os.path.join(self.dir, "series"), series)
+        for name, text in patches.items():
+            write(os.path.join(self.dir, "patches", name), text)
+        return lk.check_series(self.dir)
+
+    def test_good_series_has_no_problem(self):
+        self.assertEqual(self.make(
+            "# section: t (prerequisite)\nprereq/foo-fix-bar.patch\n",
+            {"prereq/foo-fix-bar.patch": mail("foo: fix bar")}), [])
+
+    def test_unlisted_patch(self):
+        p = self.make("# section: t (prerequisite)\nprereq/foo-fix-bar.patch\n",
+                      {"prereq/foo-fix-bar.patch": mail("foo: fix bar"),
+                       "prereq/stray.patch": mail("stray")})
+        self.assertIn("patches/prereq/stray.patch is not listed in series", p)
+
+    def test_listed_but_missing(self):
+        p = self.make("# section: t (upstream)\nupstream/gone.patch\n", {})
+        self.assertTrue(any("gone.patch does not exist" in x for x in p), p)
+
+    def test_listed_twice(self):
+        p = self.make("# section: t (prerequisite)\nprereq/foo-fix-bar.patch\n"
+                      "prereq/foo-fix-bar.patch\n",
+                      {"prereq/foo-fix-bar.patch": mail("foo: fix bar")})
+        self.assertTrue(any("2 times" in x for x in p), p)
+
+    def test_wrong_directory_for_section(self):
+        p = self.make("# section: t (upstream)\nprereq/foo-fix-bar.patch\n",
+                      {"prereq/foo-fix-bar.patch": mail("foo: fix bar")})
+        self.assertTrue(any("belongs in patches/upstream/" in x for x in p), p)
+
+    def test_missing_signoff(self):
+        p = self.make("# section: t (upstream)\nupstream/foo-fix-bar.patch\n",
+                      {"upstream/foo-fix-bar.patch": mail("foo: fix bar",
+                                                          sob=None)})
+        self.assertIn("patches/upstream/foo-fix-bar.patch: no Signed-off-by", p)
+
+    def test_signoff_from_someone_else(self):
+        p = self.make("# section: t (upstream)\nupstream/foo-fix-bar.patch\n",
+                      {"upstream/foo-fix-bar.patch": mail(
+                          "foo: fix bar", sob="Someone <s@example.org>")})
+        self.assertTrue(any("from the author" in x for x in p), p)
+
+    def test_author_must_be_the_project_identity(self):
+        who = "Someone <s@example.org>"
+        p = self.make("# section: t (upstream)\nupstream/foo-fix-bar.patch\n",
+                      {"upstream/foo-fix-bar.patch": mail(
+                          "foo: fix bar", sob=who, author=who)})
+        self.assertTrue(any("not the project identity" in x for x in p), p)
+
+    def test_prerequisite_must_say_not_for_upstream(self):
+        p = self.make("# section: t (prerequisite)\nprereq/foo-fix-bar.patch\n",
+                      {"prereq/foo-fix-bar.patch": mail(
+                          "foo: fix bar", body="One.\nTwo.\nThree.\n")})
+        self.assertTrue(any('must say "Not for upstream"' in x for x in p), p)
+
+    def test_file_name_must_follow_subject(self):
+        p = self.make("# section: t (upstream)\nupstream/0001-x.patch\n",
+                      {"upstream/0001-x.patch": mail("foo: fix bar")})
+        self.assertTrue(any("should be foo-fix-bar.patch" in x for x in p), p)
+
+    def test_empty_message_is_refused(self):
+        p = self.make("# section: t (upstream)\nupstream/foo-fix-bar.patch\n",
+                      {"upstream/foo-fix-bar.patch": mail("foo: fix bar",
+                                                          body="")})
+        self.assertTrue(any("does not explain" in x for x in p), p)
+
+    def test_project_series_is_consistent(self):
+        self.assertEqual(lk.check_series(TOP), [])
+
+
+class TouchedGoals(unittest.TestCase):
+    def test_sources_give_their_directories(self):
+        self.assertEqual(lk.build_dirs_for(["kernel/futex.c", "fs/select.c",
+                                            "include/linux/compat.h"]),
+                         ["fs/", "kernel/"])
+
+    def test_header_alone_gives_vmlinux(self):
+        self.assertEqual(lk.build_dirs_for(["include/linux/syscalls.h"]),
+                         ["vmlinux"])
+
+    def test_other_architectures_are_left_out(self):
+        self.assertEqual(lk.build_dirs_for(["arch/arm/kernel/sys_oabi-compat.c",
+                                            "arch/x86/entry/common.c"], "x86"),
+                         ["arch/x86/entry/"])
+        self.assertEqual(lk.build_dirs_for(["arch/arm/kernel/a.c"], "x86"), [])
+
+    def test_kconfig_and_makefile_give_their_directory(self):
+        self.assertEqual(lk.build_dirs_for(["drivers/android/Kconfig",
+                                            "drivers/android/Makefile"]),
+                         ["drivers/android/"])
+
+    def test_outside_the_image_needs_nothing(self):
+        self.assertEqual(lk.build_dirs_for([
+            "Documentation/arm64/booting.txt",
+            "tools/testing/selftests/futex/Makefile"]), [])
+
+    def test_top_level_makefile_gives_vmlinux(self):
+        self.assertEqual(lk.build_dirs_for(["Makefile"]), ["vmlinux"])
+
+    def test_syscall_table_gives_vmlinux(self):
+        self.assertEqual(lk.build_dirs_for(
+            ["arch/x86/entry/syscalls/syscall_32.tbl"]), ["vmlinux"])
+        self.assertEqual(lk.build_dirs_for(
+            ["arch/arm/tools/syscall.tbl"], "x86"), [])
+
+    def test_deleted_file_gives_vmlinux(self):
+        self.assertEqual(lk.build_dirs_for(["kernel/futex.c"], "x86",
+                                           deleted=["kernel/futex_compat.c"]),
+                         ["vmlinux"])
+
+
+class Warnings(unittest.TestCase):
+    LOG = textwrap.dedent("""\
+        /src/kernel/fork.c:12:5: warning: unused variable 'x' [-Wunused-variable]
+        /src/kernel/fork.c:99:5: warning: unused variable 'x' [-Wunused-variable]
+        /src/include/linux/a.h:1: warning: 'y' defined but not used
+        arch/x86/entry/thunk_64.o: warning: objtool: missing symbol for section .text
+        WARNING: modpost: Found 2 section mismatch(es).
+        /src/arch/x86/entry/entry_64.S:1: Warning: no instruction mnemonic suffix
+          CC      kernel/fork.o
+        /src/kernel/fork.c:12:5: error: something
+        """)
+
+    def test_keys_drop_line_numbers_and_roots(self):
+        w = lk.parse_warnings(self.LOG, roots=("/build", "/src"))
+        self.assertEqual(w["kernel/fork.c: unused variable 'x' "
+                           "[-Wunused-variable]"], 2)
+        self.assertIn("include/linux/a.h: 'y' defined but not used", w)
+        self.assertIn("arch/x86/entry/thunk_64.o: objtool: missing symbol for "
+                      "section .text", w)
+        self.assertIn("arch/x86/entry/entry_64.S: no instruction mnemonic "
+                      "suffix", w)
+        self.assertIn("modpost: modpost: Found 2 section mismatch(es).", w)
+        self.assertEqual(sum(w.values()), 6)
+
+    def test_offsets_are_dropped(self):
+        a = lk.parse_warnings("a.o: warning: objtool: f()+0x1c: sibling call\n")
+        b = lk.parse_warnings("a.o: warning: objtool: f()+0x2e: sibling call\n")
+        self.assertEqual(a, b)
+
+    def test_temporary_assembler_files_share_one_key(self):
+        a = lk.parse_warnings("/tmp/ccAbC123.s:10: Warning: foo\n")
+        b = lk.parse_warnings("/tmp/ccXyZ789.s:99: Warning: foo\n")
+        c = lk.parse_warnings("{standard input}:5: Warning: foo\n")
+        self.assertEqual(a, b)
+        self.assertEqual(a, c)
+
+    def test_first_error_skips_object_names(self):
+        log = ("  CC      drivers/gpu/drm/i915/i915_gpu_error.o\n"
+               "/src/lib/bcd.c:9:5: error: expected identifier\n")
+        self.assertEqual(lk.first_error(log),
+                         "/src/lib/bcd.c:9:5: error: expected identifier")
+        self.assertEqual(lk.first_error("all fine\n"), "?")
+
+    def test_errors_are_not_warnings(self):
+        w = lk.parse_warnings("/src/a.c:1:1: error: boom\n", roots=("/src",))
+        self.assertEqual(w, collections.Counter())
+
+    def test_one_more_of_the_same_warning_is_new(self):
+        base = lk.parse_warnings(self.LOG, roots=("/src",))
+        tip = lk.parse_warnings(self.LOG + "/src/kernel/fork.c:7:1: warning: "
+                                "unused variable 'x' [-Wunused-variable]\n",
+                                roots=("/src",))
+        self.assertEqual(sum((tip - base).values()), 1)
+
+    def test_baseline_round_trip(self):
+        w = lk.parse_warnings(self.LOG, roots=("/src",))
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("# prerequisite stack: abc\n")
+            for k, n in sorted(w.items()):
+                f.write("%d %s\n" % (n, k))
+        self.addCleanup(os.unlink, f.name)
+        base, stamp = lk.read_baseline(f.name)
+        self.assertEqual(base, w)
+        self.assertEqual(stamp, "abc")
+
+
+class Judge(unittest.TestCase):
+    W = collections.Counter({"kernel/a.c: unused variable 'x'": 1})
+
+    def setUp(self):
+        f = tempfile.NamedTemporaryFile("w", delete=False)
+        f.write("# prerequisite stack: abc\n1 kernel/a.c: unused variable "
+                "'x'\n")
+        f.close()
+        self.base = f.name
+        self.addCleanup(os.unlink, f.name)
+
+    def judge(self, warnings, stamp="abc", incremental=False, base=None):
+        return lk.judge_warnings(warnings, base or self.base, stamp,
+                                 incremental, "list.txt")
+
+    def test_same_warnings_pass(self):
+        self.assertEqual(self.judge(self.W)[0], "PASS")
+
+    def test_a_new_warning_fails_and_is_named(self):
+        w = self.W + collections.Counter({"fs/select.c: unused 'y'": 1})
+        status, detail = self.judge(w)
+        self.assertEqual(status, "FAIL")
+        self.assertIn("fs/select.c: unused 'y'", detail)
+
+    def test_a_second_copy_of_a_known_warning_fails(self):
+        self.assertEqual(self.judge(self.W + self.W)[0], "FAIL")
+
+    def test_missing_baseline_fails(self):
+        status, detail = self.judge(self.W, base="/nonexistent/x.txt")
+        self.assertEqual(status, "FAIL")
+        self.assertIn("lk baseline", detail)
+
+    def test_stale_baseline_fails(self):
+        status, detail = self.judge(self.W, stamp="def")
+        self.assertEqual(status, "FAIL")
+        self.assertIn("another prerequisite stack", detail)
+
+    def test_incremental_build_is_not_a_pass(self):
+        self.assertEqual(self.judge(self.W, incremental=True)[0], "SKIP")
+
+    def test_incremental_build_still_fails_on_new_warnings(self):
+        w = self.W + collections.Counter({"fs/select.c: unused 'y'": 1})
+        self.assertEqual(self.judge(w, incremental=True)[0], "FAIL")
+
+
+class BaseTree(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        patcher = mock.patch.dict(os.environ)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def test_makefile_version(self):
+        write(os.path.join(self.dir, "Makefile"), "# SPDX\nVERSION = 4\n"
+              "PATCHLEVEL = 20\nSUBLEVEL = 0\nEXTRAVERSION =\n")
+        self.assertEqual(lk.makefile_version(self.dir), "4.20.0")
+
+    def test_plain_tree_of_another_version_is_refused(self):
+        write(os.path.join(self.dir, "Makefile"), "VERSION = 4\n"
+              "PATCHLEVEL = 19\nSUBLEVEL = 0\nEXTRAVERSION =\n")
+        os.environ["LINUX_SRC"] = self.dir
+        with self.assertRaisesRegex(lk.Failure, "says 4.19.0, not 4.20.0"):
+            lk.find_base(allow_download=False)
+
+    def test_git_tree_without_tag_is_refused(self):
+        subprocess.run(["git", "init", "-q", self.dir], check=True)
+        os.environ["LINUX_SRC"] = self.dir
+        with self.assertRaisesRegex(lk.Failure, "without a tag v4.20"):
+            lk.find_base(allow_download=False)
+
+    def test_git_tree_with_a_wrong_v420_tag_is_refused(self):
+        subprocess.run(["git", "init", "-q", self.dir], check=True)
+        write(os.path.join(self.dir, "f"), "x\n")
+        g = ["git", "-C", self.dir, "-c", "user.name=t", "-c",
+             "user.email=t@t"]
+        subprocess.run(g + ["add", "f"], check=True)
+        subprocess.run(g + ["commit", "-qm", "x"], check=True)
+        subprocess.run(g + ["tag", "v4.20"], check=True)
+        os.environ["LINUX_SRC"] = self.dir
+        with self.assertRaisesRegex(lk.Failure, "not Linux v4.20"):
+            lk.find_base(allow_download=False)
+
+    def test_no_tree_and_no_download_says_how_to_provide_one(self):
+        os.environ.pop("LINUX_SRC", None)
+        os.environ["XDG_CACHE_HOME"] = self.dir
+        with self.assertRaises(lk.Failure) as cm:
+            lk.find_base(allow_download=False)
+        msg = str(cm.exception)
+        self.assertIn("LINUX_SRC", msg)
+        self.assertIn("provision-linux-v4.20", msg)
+        self.assertIn(os.path.join(self.dir, "linux-v4.20"), msg)
+
+    def test_download_of_a_wrong_tarball_is_refused(self):
+        src = os.path.join(self.dir, "linux-4.20")
+        write(os.path.join(src, "Makefile"), "VERSION = 4\n")
+        tarball = os.path.join(self.dir, "linux-4.20.tar.xz")
+        subprocess.run(["tar", "-C", self.dir, "-cJf", tarball, "linux-4.20"],
+                       check=True)
+        os.environ.pop("LINUX_SRC", None)
+        os.environ["XDG_CACHE_HOME"] = os.path.join(self.dir, "cache")
+        os.environ["LK_TARBALL_URL"] = "file://" + tarball
+        with self.assertRaisesRegex(lk.Failure, "not Linux v4.20"):
+            lk.find_base(allow_download=True)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "cache",
+                                                     "linux-v4.20")))
+
+    def test_failed_download_says_how_to_provide_a_tree(self):
+        os.environ.pop("LINUX_SRC", None)
+        os.environ["XDG_CACHE_HOME"] = os.path.join(self.dir, "cache")
+        os.environ["LK_TARBALL_URL"] = "file://" + self.dir + "/absent.tar.xz"
+        with self.assertRaisesRegex(lk.Failure, "provision-linux-v4.20"):
+            lk.find_base(allow_download=True)
+
+
+def have_base():
+    try:
+        lk.find_base(allow_download=False)
+        return True
+    except lk.Failure:
+        return False
+
+
+@unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
+@unittest.skipUnless(have_base(), "no v4.20 base tree (see README.md)")
+class BrokenPatches(unittest.TestCase):
+    """A broken upstream-bound patch must fail the run and be named."""
+
+    @classmethod
+    def setUpClass(cls):
+        # A fixed place under the work directory, so that the kernel objects
+        # these tests build keep their paths and ccache serves them next time.
+        cls.work = os.path.join(lk.out_dir(None), "selftest")
+        if os.path.exists(cls.work):
+            shutil.rmtree(cls.work)
+        os.makedirs(cls.work)
+        cls.out = os.path.join(cls.work, "out")
+        base, _ = lk.find_base(allow_download=False)
+        cls.scratch = os.path.join(cls.work, "scratch")
+        subprocess.run(["git", "clone", "-q", "--shared", base, cls.scratch],
+                       check=True)
+        cls.g = ["git", "-C", cls.scratch, "-c", "user.name=y2038 Series "
+                 "Team", "-c", "user.email=y2038-series@example.org"]
+        subprocess.run(cls.g + ["checkout", "-q", "-b", "t", "v4.20"],
+                       check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work)
+
+    def commit_patch(self, path, edit, subject, start="v4.20"):
+        """Commit edit(text) of path on top of start; return the mail."""
+        subprocess.run(self.g + ["checkout", "-q", "-f", "-B", "t", start],
+                       check=True)
+        full = os.path.join(self.scratch, path)
+        with open(full) as f:
+            text = f.read()
+        with open(full, "w") as f:
+            f.write(edit(text))
+        msg = "%s\n\nThis patch is broken on purpose.\nIt tests the tool.\n" \
+              "Nothing else.\n\nSigned-off-by: %s\n" % (subject, IDENT)
+        subprocess.run(self.g + ["commit", "-q", "-a", "-F", "-"],
+                       input=msg, universal_newlines=True, check=True)
+        return subprocess.run(self.g + ["format-patch", "--stdout", "-1"],
+                              stdout=subprocess.PIPE, universal_newlines=True,
+                              check=True).stdout
+
+    def series_with(self, name, text):
+        """The project's series plus one upstream-bound patch."""
+        d = os.path.join(self.work, "series-" + name)
+        if os.path.exists(d):
+            shutil.rmtree(d)
+        shutil.copytree(os.path.join(TOP, "patches"), os.path.join(d, "patches"))
+        with open(os.path.join(TOP, "series")) as f:
+            series = f.read()
+        series += "\n# section: broken (upstream)\nupstream/%s\n" % name
+        write(os.path.join(d, "series"), series)
+        write(os.path.join(d, "patches", "upstream", name), text)
+        return d
+
+    def lk(self, *args):
+        r = subprocess.run([sys.executable, LK, "--no-download", "--out",
+                            self.out] + list(args), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        return r.returncode, r.stdout
+
+    def test_patch_that_does_not_apply(self):
+        # Made on top of a change the series does not have, so its context
+        # is wrong.
+        self.commit_patch("lib/bcd.c", lambda t: t.replace(
+            "#include <linux/bcd.h>", "#include <linux/bcd.h>\n/* one */"),
+            "lib: first change")
+        text = self.commit_patch("lib/bcd.c", lambda t: t.replace(
+            "/* one */", "/* two */"), "lib: second change", start="t")
+        name = "lib-second-change.patch"
+        code, out = self.lk("--series-dir", self.series_with(name, text),
+                            "test", "--no-check", "--no-selftest",
+                            "--target", "um")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("patches/upstream/%s does not apply" % name, out)
+        self.assertIn("lib/bcd.c", out)
+        self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
+
+    def test_patch_that_breaks_the_build(self):
+        text = self.commit_patch("lib/bcd.c", lambda t: t.replace(
+            "EXPORT_SYMBOL(_bcd2bin);", "EXPORT_SYMBOL(_bcd2bin)\nint ;"),
+            "lib: break the build")
+        name = "lib-break-the-build.patch"
+        d = self.series_with(name, text)
+        code, out = self.lk("--series-dir", d, "apply")
+        self.assertEqual(code, 0, out)
+        code, out = self.lk("--series-dir", d, "check", "--bisect-target",
+                            "x86_64")
+        self.assertNotEqual(code, 0, out)
+        self.assertRegex(out, r"FAIL: build x86_64: upstream/%s - make lib/ "
+                         r"failed: .*lib/bcd.c:\d+:\d+: error" % re.escape(name))
+        self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
+        self.assertOnSeries()
+
+    def assertOnSeries(self):
+        head = subprocess.run(["git", "-C", os.path.join(self.out, "tree"),
+                               "symbolic-ref", "HEAD"], stdout=subprocess.PIPE,
+                              universal_newlines=True).stdout.strip()
+        self.assertEqual(head, "refs/heads/series")
+
+    def test_patch_with_a_new_sparse_warning(self):
+        # Builds cleanly and passes checkpatch, but sparse asks whether the
+        # new global should be static.
+        text = self.commit_patch("lib/bcd.c", lambda t: t.replace(
+            "EXPORT_SYMBOL(_bcd2bin);",
+            "EXPORT_SYMBOL(_bcd2bin);\n\nint lk_sparse_probe;"),
+            "lib: add a global that sparse flags")
+        name = "lib-add-a-global-that-sparse-flags.patch"
+        d = self.series_with(name, text)
+        code, out = self.lk("--series-dir", d, "apply")
+        self.assertEqual(code, 0, out)
+        code, out = self.lk("--series-dir", d, "check", "--bisect-target",
+                            "x86_64")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("PASS: build x86_64: upstream/%s" % name, out)
+        self.assertRegex(out, r"FAIL: sparse: upstream/%s - 1 new warning.*"
+                         r"lk_sparse_probe" % re.escape(name))
+        self.assertOnSeries()
+
+    def test_send_resigns_with_the_senders_identity(self):
+        text = self.commit_patch("lib/bcd.c", lambda t: t + "\n",
+                                 "lib: a patch to send")
+        d = self.series_with("lib-a-patch-to-send.patch", text)
+        cfg = os.path.join(self.work, "sender.gitconfig")
+        write(cfg, "[user]\n\tname = Jane Sender\n\temail = jane@example.org\n")
+        env = dict(os.environ, GIT_CONFIG_GLOBAL=cfg)
+        r = subprocess.run([sys.executable, LK, "--no-download", "--out",
+                            self.out, "--series-dir", d, "send"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        outgoing = os.path.join(self.out, "outgoing")
+        mails = sorted(os.listdir(outgoing))
+        self.assertEqual(len(mails), 2, mails)      # cover letter + patch
+        with open(os.path.join(outgoing, mails[1])) as f:
+            text = f.read()
+        self.assertIn("From: Jane Sender <jane@example.org>", text)
+        self.assertIn("Signed-off-by: Jane Sender <jane@example.org>", text)
+        self.assertNotIn("Signed-off-by: " + IDENT, text)
+        with open(os.path.join(outgoing, mails[0])) as f:
+            self.assertIn("base-commit: " + lk.V420_COMMIT, f.read())
+        self.assertOnSeries()
+
+    def test_patch_with_a_checkpatch_error(self):
+        text = self.commit_patch("Documentation/dontdiff", lambda t: t +
+                                 "trailing-space \n", "doc: add a bad line")
+        name = "doc-add-a-bad-line.patch"
+        d = self.series_with(name, text)
+        code, out = self.lk("--series-dir", d, "apply")
+        self.assertEqual(code, 0, out)
+        code, out = self.lk("--series-dir", d, "check", "--bisect-target",
+                            "x86_64")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("FAIL: checkpatch: upstream/%s" % name, out)
+        self.assertIn("TRAILING_WHITESPACE", out)
+        self.assertOnSeries()
+
+    def test_series_check_names_a_patch_without_signoff(self):
+        text = self.commit_patch("lib/bcd.c", lambda t: t + "\n",
+                                 "lib: no signoff")
+        text = re.sub(r"(?m)^Signed-off-by: .*\n", "", text)
+        name = "lib-no-signoff.patch"
+        code, out = self.lk("--series-dir", self.series_with(name, text),
+                            "test", "--no-check", "--no-selftest")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("patches/upstream/%s: no Signed-off-by" % name, out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
