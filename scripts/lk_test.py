@@ -199,6 +199,29 @@ class TouchedGoals(unittest.TestCase):
             "Documentation/arm64/booting.txt",
             "tools/testing/selftests/futex/Makefile"]), [])
 
+    def test_build_scripts_and_objtool_give_vmlinux(self):
+        self.assertEqual(lk.build_dirs_for(["scripts/Makefile.build"]),
+                         ["vmlinux"])
+        self.assertEqual(lk.build_dirs_for(["tools/objtool/elf.c"]),
+                         ["vmlinux"])
+
+    def test_selftests_need_no_kernel_build(self):
+        self.assertEqual(lk.build_dirs_for(
+            ["tools/testing/selftests/futex/functional/futex_wait.c"]), [])
+
+    def test_linker_script_gives_vmlinux(self):
+        self.assertEqual(lk.build_dirs_for(["arch/x86/kernel/vmlinux.lds.S"]),
+                         ["vmlinux"])
+
+    def test_ci_goals_add_the_touched_directories(self):
+        t = {"arch": "arm", "goals": ["zImage"], "ci_goals": ["kernel/"]}
+        self.assertEqual(lk.ci_goals_for(t, ["fs/select.c", "kernel/futex.c"]),
+                         ["kernel/", "fs/"])
+        self.assertEqual(lk.ci_goals_for(t, ["include/linux/compat.h"]),
+                         ["zImage"])
+        self.assertEqual(lk.ci_goals_for(t, [], ["kernel/futex_compat.c"]),
+                         ["zImage"])
+
     def test_top_level_makefile_gives_vmlinux(self):
         self.assertEqual(lk.build_dirs_for(["Makefile"]), ["vmlinux"])
 
@@ -251,22 +274,60 @@ class Warnings(unittest.TestCase):
         self.assertEqual(a, c)
 
     def test_first_error_skips_object_names(self):
-        log = ("  CC      drivers/gpu/drm/i915/i915_gpu_error.o\n"
+        log = ("*** Default configuration is based on 'x86_64_defconfig'\n"
+               "  CC      drivers/gpu/drm/i915/i915_gpu_error.o\n"
                "/src/lib/bcd.c:9:5: error: expected identifier\n")
         self.assertEqual(lk.first_error(log),
                          "/src/lib/bcd.c:9:5: error: expected identifier")
         self.assertEqual(lk.first_error("all fine\n"), "?")
 
+    def test_make_failure_is_an_error(self):
+        self.assertEqual(lk.first_error("make[2]: *** [x] Error 1\n"),
+                         "make[2]: *** [x] Error 1")
+
+    def test_build_directory_is_stripped(self):
+        w = lk.parse_warnings("/build/x86/include/generated/a.h:3: warning: "
+                              "foo\n", roots=("/build/x86", "/src"))
+        self.assertEqual(list(w), ["include/generated/a.h: foo"])
+
+    def test_quotes_do_not_depend_on_the_locale(self):
+        utf8 = lk.parse_warnings("a.c:1:1: warning: unused \u2018x\u2019\n")
+        plain = lk.parse_warnings("a.c:1:1: warning: unused 'x'\n")
+        self.assertEqual(utf8, plain)
+
+    def test_sparse_errors_count_only_when_asked(self):
+        line = "/src/a.c:3:4: error: bad constant expression\n"
+        self.assertEqual(lk.parse_warnings(line, roots=("/src",)),
+                         collections.Counter())
+        self.assertEqual(lk.parse_warnings(line, roots=("/src",), errors=True),
+                         collections.Counter(
+                             {"a.c: bad constant expression": 1}))
+
     def test_errors_are_not_warnings(self):
         w = lk.parse_warnings("/src/a.c:1:1: error: boom\n", roots=("/src",))
         self.assertEqual(w, collections.Counter())
 
-    def test_one_more_of_the_same_warning_is_new(self):
+    def test_one_more_of_the_same_warning_in_a_c_file_is_new(self):
         base = lk.parse_warnings(self.LOG, roots=("/src",))
         tip = lk.parse_warnings(self.LOG + "/src/kernel/fork.c:7:1: warning: "
                                 "unused variable 'x' [-Wunused-variable]\n",
                                 roots=("/src",))
-        self.assertEqual(sum((tip - base).values()), 1)
+        self.assertEqual(sum(lk.new_warnings(tip, base).values()), 1)
+
+    def test_a_known_header_warning_seen_by_one_more_includer_is_not_new(self):
+        base = lk.parse_warnings(self.LOG, roots=("/src",))
+        tip = lk.parse_warnings(self.LOG + "/src/include/linux/a.h:1: "
+                                "warning: 'y' defined but not used\n",
+                                roots=("/src",))
+        self.assertEqual(lk.new_warnings(tip, base), collections.Counter())
+
+    def test_a_new_header_warning_is_new(self):
+        base = lk.parse_warnings(self.LOG, roots=("/src",))
+        tip = lk.parse_warnings(self.LOG + "/src/include/linux/b.h:1: "
+                                "warning: 'z' defined but not used\n",
+                                roots=("/src",))
+        self.assertEqual(list(lk.new_warnings(tip, base)),
+                         ["include/linux/b.h: 'z' defined but not used"])
 
     def test_baseline_round_trip(self):
         w = lk.parse_warnings(self.LOG, roots=("/src",))
@@ -395,16 +456,53 @@ class BaseTree(unittest.TestCase):
             lk.find_base(allow_download=True)
 
 
+class WorkTree(unittest.TestCase):
+    """lk resets only clones it made, and only uses one holding the series."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.tree = os.path.join(self.dir, "tree")
+
+    def git(self, *args):
+        subprocess.run(["git", "-C", self.tree] + list(args), check=True,
+                       env=lk.clean_env(), stdout=subprocess.DEVNULL)
+
+    def test_a_foreign_git_tree_is_not_reset(self):
+        os.makedirs(self.tree)
+        self.git("init", "-q")
+        write(os.path.join(self.tree, "precious"), "x\n")
+        with self.assertRaisesRegex(lk.Failure, "lk did not make"):
+            lk.prepare_tree("/nonexistent", "git", self.tree)
+        self.assertTrue(os.path.exists(os.path.join(self.tree, "precious")))
+
+    def test_a_foreign_directory_is_not_removed(self):
+        write(os.path.join(self.tree, "precious"), "x\n")
+        with self.assertRaisesRegex(lk.Failure, "not a clone made by lk"):
+            lk.prepare_tree("/nonexistent", "git", self.tree)
+        self.assertTrue(os.path.exists(os.path.join(self.tree, "precious")))
+
+    def test_a_tree_holding_another_series_is_refused(self):
+        os.makedirs(self.tree)
+        self.git("init", "-q")
+        self.git("config", "lk.managed", "true")
+        self.git("config", "lk.series", "0000000000000000")
+        args = mock.Mock(out=self.dir, series_dir=TOP)
+        with self.assertRaisesRegex(lk.Failure, "another version of the "
+                                    "series"):
+            lk.applied_tree(args)
+
+
 def have_base():
+    """A git base tree (the broken-patch tests clone it)."""
     try:
-        lk.find_base(allow_download=False)
-        return True
+        return lk.find_base(allow_download=False)[1] == "git"
     except lk.Failure:
         return False
 
 
 @unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
-@unittest.skipUnless(have_base(), "no v4.20 base tree (see README.md)")
+@unittest.skipUnless(have_base(), "no v4.20 git base tree (see README.md)")
 class BrokenPatches(unittest.TestCase):
     """A broken upstream-bound patch must fail the run and be named."""
 
@@ -420,11 +518,16 @@ class BrokenPatches(unittest.TestCase):
         base, _ = lk.find_base(allow_download=False)
         cls.scratch = os.path.join(cls.work, "scratch")
         subprocess.run(["git", "clone", "-q", "--shared", base, cls.scratch],
-                       check=True)
-        cls.g = ["git", "-C", cls.scratch, "-c", "user.name=y2038 Series "
-                 "Team", "-c", "user.email=y2038-series@example.org"]
-        subprocess.run(cls.g + ["checkout", "-q", "-b", "t", "v4.20"],
-                       check=True)
+                       check=True, env=lk.clean_env())
+        cls.git("checkout", "-q", "-b", "t", "v4.20")
+
+    @classmethod
+    def git(cls, *args, **kw):
+        """git in the scratch clone, as the project, without user config."""
+        return subprocess.run(
+            ["git", "-C", cls.scratch, "-c", "user.name=y2038 Series Team",
+             "-c", "user.email=y2038-series@example.org"] + list(args),
+            env=lk.clean_env(), check=True, universal_newlines=True, **kw)
 
     @classmethod
     def tearDownClass(cls):
@@ -432,8 +535,7 @@ class BrokenPatches(unittest.TestCase):
 
     def commit_patch(self, path, edit, subject, start="v4.20"):
         """Commit edit(text) of path on top of start; return the mail."""
-        subprocess.run(self.g + ["checkout", "-q", "-f", "-B", "t", start],
-                       check=True)
+        self.git("checkout", "-q", "-f", "-B", "t", start)
         full = os.path.join(self.scratch, path)
         with open(full) as f:
             text = f.read()
@@ -441,11 +543,9 @@ class BrokenPatches(unittest.TestCase):
             f.write(edit(text))
         msg = "%s\n\nThis patch is broken on purpose.\nIt tests the tool.\n" \
               "Nothing else.\n\nSigned-off-by: %s\n" % (subject, IDENT)
-        subprocess.run(self.g + ["commit", "-q", "-a", "-F", "-"],
-                       input=msg, universal_newlines=True, check=True)
-        return subprocess.run(self.g + ["format-patch", "--stdout", "-1"],
-                              stdout=subprocess.PIPE, universal_newlines=True,
-                              check=True).stdout
+        self.git("commit", "-q", "-a", "-F", "-", input=msg)
+        return self.git("format-patch", "--stdout", "-1",
+                        stdout=subprocess.PIPE).stdout
 
     def series_with(self, name, text):
         """The project's series plus one upstream-bound patch."""
