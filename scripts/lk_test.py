@@ -589,13 +589,15 @@ class BrokenPatches(unittest.TestCase):
             "lib: break the build")
         name = "lib-break-the-build.patch"
         d = self.series_with(name, text)
-        code, out = self.lk("--series-dir", d, "apply")
-        self.assertEqual(code, 0, out)
-        code, out = self.lk("--series-dir", d, "check", "--bisect-target",
-                            "x86_64")
+        # Through the test command: the per-patch build names the patch, and
+        # the build of the tip fails too.
+        code, out = self.lk("--series-dir", d, "test", "--no-selftest",
+                            "--bisect-target", "x86_64", "--target", "um")
         self.assertNotEqual(code, 0, out)
         self.assertRegex(out, r"FAIL: build x86_64: upstream/%s - make lib/ "
                          r"failed: .*lib/bcd.c:\d+:\d+: error" % re.escape(name))
+        self.assertRegex(out, r"FAIL: build: um - make linux failed .*"
+                         r"lib/bcd.c:\d+:\d+: error")
         self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
         self.assertOnSeries()
 
@@ -653,13 +655,14 @@ class BrokenPatches(unittest.TestCase):
                                  "trailing-space \n", "doc: add a bad line")
         name = "doc-add-a-bad-line.patch"
         d = self.series_with(name, text)
-        code, out = self.lk("--series-dir", d, "apply")
-        self.assertEqual(code, 0, out)
-        code, out = self.lk("--series-dir", d, "check", "--bisect-target",
-                            "x86_64")
+        code, out = self.lk("--series-dir", d, "test", "--no-selftest",
+                            "--bisect-target", "x86_64", "--target", "um")
         self.assertNotEqual(code, 0, out)
         self.assertIn("FAIL: checkpatch: upstream/%s" % name, out)
         self.assertIn("TRAILING_WHITESPACE", out)
+        # Everything else about the patch is fine: only checkpatch fails.
+        self.assertIn("PASS: build: um", out)
+        self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
         self.assertOnSeries()
 
     def test_series_check_names_a_patch_without_signoff(self):
