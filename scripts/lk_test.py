@@ -341,6 +341,42 @@ class Warnings(unittest.TestCase):
         self.assertEqual(stamp, "abc")
 
 
+class SelftestOutput(unittest.TestCase):
+    """Reading `unittest -v` output into one result per test."""
+
+    LOG = textwrap.dedent("""\
+        test_a (__main__.One.test_a) ... ok
+        test_b (__main__.One.test_b) ... /x/lk:1: ResourceWarning: unclosed
+          have = open(path).read()
+        ResourceWarning: Enable tracemalloc
+        ok
+        test_c (__main__.Two.test_c) ... skipped 'no base tree'
+        test_d (__main__.Two.test_d) ... FAIL
+        test_e (__main__.Two.test_e) ... [sub] ERROR
+        """)
+
+    def test_outcome_split_over_lines_is_read(self):
+        self.assertEqual(list(lk.unittest_outcomes(self.LOG)), [
+            ("One.test_a", "ok"), ("One.test_b", "ok"),
+            ("Two.test_c", "skipped 'no base tree'"), ("Two.test_d", "FAIL"),
+            ("Two.test_e", "ERROR")])
+
+    def test_unread_outcome_fails_the_run(self):
+        # A test whose outcome cannot be read must not vanish from the count.
+        log = "test_a (__main__.One.test_a) ... ok\n" \
+              "test_b (__main__.One.test_b) ... \n\n" \
+              "-----\nRan 2 tests in 0.1s\n\nOK\n"
+        done = subprocess.CompletedProcess([], 0, "", log)
+        results = lk.Results()
+        with tempfile.TemporaryDirectory() as out, \
+                mock.patch.object(lk, "run", return_value=done):
+            args = collections.namedtuple("Args", "out quick")(out, True)
+            lk.run_selftest_script(args, results, "lk_test.py", "selftest")
+        self.assertIn(("PASS", "selftest: One.test_a", ""), results.rows)
+        self.assertTrue(results.has_failure("selftest"), results.rows)
+        self.assertRegex(results.summary(), r"^1 passed, 1 failed")
+
+
 class Judge(unittest.TestCase):
     W = collections.Counter({"kernel/a.c: unused variable 'x'": 1})
 
