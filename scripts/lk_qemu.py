@@ -658,12 +658,46 @@ def fields(text):
     return out
 
 
+KERNEL_RECORD_RE = re.compile(r"\[ *\d+\.\d{6}\] ")
+
+
+def unsplice(lines):
+    """Take the kernel console records out of user-space lines they cut.
+
+    The kernel writes a console record whole, but it can land between any
+    two bytes of what user space writes to the same serial port, e.g.
+    "lk-qemu T begin 64/t[    3.047474]     1..5" and then "" (the begin
+    marker's newline).  Such a record goes on a line of its own, and the
+    user-space text before it is joined to the line that follows it.  A
+    test's own output that holds "[ 1.000000] " in mid-line is rearranged
+    the same way, which changes no marker.
+    """
+    out = []
+    carry = ""
+    for line in lines:
+        if carry and line.startswith("# lk-qemu-host "):
+            out.append(carry)
+        elif carry:
+            line = carry + line
+        carry = ""
+        m = KERNEL_RECORD_RE.search(line)
+        if m and m.start() > 0 and not line.startswith("# lk-qemu-host "):
+            out.append(line[m.start():])
+            carry = line[:m.start()]
+        else:
+            out.append(line)
+    if carry:
+        out.append(carry)
+    return out
+
+
 def parse_log(text, log_path=None):
     """Parse a log written by boot(); return a Report."""
     r = Report()
     r.log_path = log_path
     lines = text.replace("\r", "").split("\n")
     first = lines[0] if lines else ""
+    lines = lines[:1] + unsplice(lines[1:])
     m = re.match(r"^# lk-qemu-host ([0-9a-f]{16,}) ", first)
     if not m:
         raise Failure("%s is not a log written by lk_qemu.py boot (no "

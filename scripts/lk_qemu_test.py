@@ -345,6 +345,31 @@ class Parser(unittest.TestCase):
         rows = judge(canned(text))
         self.assertEqual(row(rows, "qemu x86_64/64: t")[0], "PASS")
 
+    def test_kernel_record_cutting_into_markers(self):
+        # A console record lands inside a marker (before its newline, and
+        # mid-word); every test is still seen once and in order.
+        text = BOOT.replace("tests=1", "tests=2") + \
+            "lk-qemu TOK begin 64/a[    3.047474]     1..5\n\n" \
+            "ok\nlk-qemu TOK end 64/a exit=0 time=0.1\n" \
+            "lk-qemu TOK begin 64/b\n" \
+            "lk-qemu TOK end 64/[    3.100000]     ok 1 case\n" \
+            "b exit=1 time=0.1\nlk-qemu TOK done ran=2\n" \
+            "[    4.000000] reboot: Power down\n"
+        rows = judge(canned(text, tests=("64/a", "64/b")))
+        self.assertEqual(row(rows, "qemu x86_64/64: a")[0], "PASS", rows)
+        self.assertEqual(row(rows, "qemu x86_64/64: b")[0], "FAIL", rows)
+        self.assertFalse([r for r in rows if r[1].endswith("markers")], rows)
+        self.assertEqual(row(rows, "qemu x86_64: shutdown")[0], "PASS", rows)
+
+    def test_unsplice(self):
+        self.assertEqual(lk_qemu.unsplice(
+            ["a[ 1.000000] k", "", "[ 2.000000] k2 [ 3.000000] x", "b[ 4.0"
+             "00000] k3", "[ 5.000000] k4", "c", "tail[ 6.000000] k5",
+             "# lk-qemu-host T end status=0"]),
+            ["[ 1.000000] k", "a", "[ 2.000000] k2 [ 3.000000] x",
+             "[ 4.000000] k3", "[ 5.000000] k4", "bc", "[ 6.000000] k5",
+             "tail", "# lk-qemu-host T end status=0"])
+
     def test_carriage_returns(self):
         text = canned(one_test("64/t", "x\n", "exit=0")).replace("\n",
                                                                 "\r\n")
