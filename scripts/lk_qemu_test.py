@@ -12,6 +12,7 @@ The programs they run are written to a temporary directory at run time.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -475,11 +476,18 @@ class DataFiles(unittest.TestCase):
                          4 * (g["boot_timeout"] + g["kmemleak_timeout"]))
 
     def test_config_fragments(self):
-        for name, must in (("kasan.config", ("CONFIG_KASAN=y",
-                                             "CONFIG_DEBUG_KMEMLEAK=y")),
-                           ("kmemleak.config", ("CONFIG_DEBUG_KMEMLEAK=y",))):
-            with open(os.path.join(lk_qemu.TOP, "configs", name)) as f:
-                text = f.read()
+        # What each debug target's fragments add up to, not one file.
+        for target, must in (("x86_64-debug", ("CONFIG_KASAN=y",
+                                               "CONFIG_DEBUG_KMEMLEAK=y")),
+                             ("i386-debug", ("CONFIG_DEBUG_KMEMLEAK=y",))):
+            with open(os.path.join(lk_qemu.TOP, "configs", "targets",
+                                   target + ".conf")) as f:
+                frags = re.search(r"(?m)^fragments = (.*)$",
+                                  f.read()).group(1).split()
+            text = ""
+            for name in frags:
+                with open(os.path.join(lk_qemu.TOP, "configs", name)) as f:
+                    text += f.read()
             for opt in must + ("CONFIG_DEBUG_FS=y",):
                 self.assertIn(opt + "\n", text)
             self.assertRegex(text, r"CONFIG_DEBUG_KMEMLEAK_EARLY_LOG_SIZE="
