@@ -361,6 +361,19 @@ class SelftestOutput(unittest.TestCase):
             ("Two.test_c", "skipped 'no base tree'"), ("Two.test_d", "FAIL"),
             ("Two.test_e", "ERROR")])
 
+    def test_skipped_class_is_not_a_lost_outcome(self):
+        log = "setUpClass (__main__.Real) ... skipped 'no base tree'\n" \
+              "test_a (__main__.One.test_a) ... ok\n" \
+              "-----\nRan 1 test in 0.1s\n\nOK (skipped=1)\n"
+        done = subprocess.CompletedProcess([], 0, "", log)
+        results = lk.Results()
+        with tempfile.TemporaryDirectory() as out, \
+                mock.patch.object(lk, "run", return_value=done):
+            args = collections.namedtuple("Args", "out quick")(out, True)
+            lk.run_selftest_script(args, results, "lk_test.py", "selftest")
+        self.assertFalse(results.has_failure("selftest"), results.rows)
+        self.assertRegex(results.summary(), r"^1 passed, 0 failed, 1 skipped")
+
     def test_unread_outcome_fails_the_run(self):
         # A test whose outcome cannot be read must not vanish from the count.
         log = "test_a (__main__.One.test_a) ... ok\n" \
