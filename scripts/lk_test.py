@@ -237,6 +237,28 @@ class TouchedGoals(unittest.TestCase):
                          ["vmlinux"])
 
 
+class KconfigSymbols(unittest.TestCase):
+    """configure() checks only fragment lines whose symbol the tree has."""
+
+    def test_symbols_of_every_kconfig_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, "Kconfig"), "menuconfig ANDROID\n"
+                  "\tbool \"Android\"\n")
+            write(os.path.join(d, "drivers", "Kconfig.debug"),
+                  "config FOO_DEBUG\n\tbool\n  config INDENTED\n"
+                  "# config COMMENTED\n\thelp\n\t  config of BAR\n")
+            write(os.path.join(d, "drivers", "notes.txt"), "config TXT\n")
+            subprocess.run(["git", "init", "-q", d], check=True)
+            subprocess.run(["git", "-C", d, "add", "."], check=True)
+            self.assertEqual(lk.kconfig_symbols(d),
+                             {"ANDROID", "FOO_DEBUG", "INDENTED"})
+
+    def test_a_tree_without_kconfig(self):
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run(["git", "init", "-q", d], check=True)
+            self.assertEqual(lk.kconfig_symbols(d), set())
+
+
 class Warnings(unittest.TestCase):
     LOG = textwrap.dedent("""\
         /src/kernel/fork.c:12:5: warning: unused variable 'x' [-Wunused-variable]
@@ -802,12 +824,19 @@ class BrokenPatches(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout)
         outgoing = os.path.join(self.out, "outgoing")
         mails = sorted(os.listdir(outgoing))
-        self.assertEqual(len(mails), 2, mails)      # cover letter + patch
-        with open(os.path.join(outgoing, mails[1])) as f:
-            text = f.read()
-        self.assertIn("From: Jane Sender <jane@example.org>", text)
-        self.assertIn("Signed-off-by: Jane Sender <jane@example.org>", text)
-        self.assertNotIn("Signed-off-by: " + IDENT, text)
+        # a cover letter and every upstream-bound patch, ours the last
+        upstream = [e for e in lk.read_series(d) if e.upstream]
+        self.assertEqual(len(mails), 1 + len(upstream), mails)
+        self.assertTrue(mails[-1].endswith("-lib-a-patch-to-send.patch"),
+                        mails)
+        for mail_name in mails[1:]:
+            with open(os.path.join(outgoing, mail_name)) as f:
+                text = f.read()
+            self.assertIn("From: Jane Sender <jane@example.org>", text,
+                          mail_name)
+            self.assertIn("Signed-off-by: Jane Sender <jane@example.org>",
+                          text, mail_name)
+            self.assertNotIn("Signed-off-by: " + IDENT, text, mail_name)
         with open(os.path.join(outgoing, mails[0])) as f:
             self.assertIn("base-commit: " + lk.V420_COMMIT, f.read())
         self.assertOnSeries()
