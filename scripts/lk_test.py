@@ -253,6 +253,35 @@ class KconfigSymbols(unittest.TestCase):
             self.assertEqual(lk.kconfig_symbols(d),
                              {"ANDROID", "FOO_DEBUG", "INDENTED"})
 
+    def configure(self, fragment, config, before_tip):
+        with tempfile.TemporaryDirectory() as d:
+            frag = os.path.join(d, "test.config")
+            write(frag, fragment)
+            bdir = os.path.join(d, "build")
+            write(os.path.join(bdir, ".config"), config)
+            t = {"name": "test", "fragments": [frag], "arch": "x86_64",
+                 "cross_compile": "", "defconfig": "defconfig"}
+            with mock.patch.object(lk, "run"), \
+                    mock.patch.object(lk, "kconfig_symbols",
+                                      return_value={"OLD", "OFF"}):
+                lk.configure(t, d, bdir, os.path.join(d, "log"),
+                             before_tip=before_tip)
+
+    def test_unknown_symbol_is_skipped_before_the_tip(self):
+        self.configure("CONFIG_OLD=y\nCONFIG_NEW=y\n# CONFIG_OFF is not set\n",
+                       "CONFIG_OLD=y\n# CONFIG_OFF is not set\n", True)
+
+    def test_unknown_symbol_fails_at_the_tip(self):
+        with self.assertRaisesRegex(lk.Failure, r"CONFIG_NEW=y .*no Kconfig"):
+            self.configure("CONFIG_OLD=y\nCONFIG_NEW=y\n", "CONFIG_OLD=y\n",
+                           False)
+
+    def test_known_symbol_that_did_not_stick_fails_everywhere(self):
+        for before_tip in (True, False):
+            with self.assertRaisesRegex(lk.Failure, r"CONFIG_OFF=y"):
+                self.configure("CONFIG_OFF=y\nCONFIG_NEW=y\n",
+                               "# CONFIG_OFF is not set\n", before_tip)
+
     def test_a_tree_without_kconfig(self):
         with tempfile.TemporaryDirectory() as d:
             subprocess.run(["git", "init", "-q", d], check=True)
