@@ -412,16 +412,22 @@ class SelftestOutput(unittest.TestCase):
             ("Two.test_c", "skipped 'no base tree'"), ("Two.test_d", "FAIL"),
             ("Two.test_e", "ERROR")])
 
-    def test_skipped_class_is_not_a_lost_outcome(self):
-        log = "setUpClass (__main__.Real) ... skipped 'no base tree'\n" \
-              "test_a (__main__.One.test_a) ... ok\n" \
-              "-----\nRan 1 test in 0.1s\n\nOK (skipped=1)\n"
+    @staticmethod
+    def selftest_results(log):
+        """The Results of run_selftest_script() on a canned unittest log."""
         done = subprocess.CompletedProcess([], 0, "", log)
         results = lk.Results()
         with tempfile.TemporaryDirectory() as out, \
                 mock.patch.object(lk, "run", return_value=done):
             args = collections.namedtuple("Args", "out quick")(out, True)
             lk.run_selftest_script(args, results, "lk_test.py", "selftest")
+        return results
+
+    def test_skipped_class_is_not_a_lost_outcome(self):
+        log = "setUpClass (__main__.Real) ... skipped 'no base tree'\n" \
+              "test_a (__main__.One.test_a) ... ok\n" \
+              "-----\nRan 1 test in 0.1s\n\nOK (skipped=1)\n"
+        results = self.selftest_results(log)
         self.assertFalse(results.has_failure("selftest"), results.rows)
         self.assertRegex(results.summary(), r"^1 passed, 0 failed, 1 skipped")
 
@@ -430,12 +436,7 @@ class SelftestOutput(unittest.TestCase):
         log = "test_a (__main__.One.test_a) ... ok\n" \
               "test_b (__main__.One.test_b) ... \n\n" \
               "-----\nRan 2 tests in 0.1s\n\nOK\n"
-        done = subprocess.CompletedProcess([], 0, "", log)
-        results = lk.Results()
-        with tempfile.TemporaryDirectory() as out, \
-                mock.patch.object(lk, "run", return_value=done):
-            args = collections.namedtuple("Args", "out quick")(out, True)
-            lk.run_selftest_script(args, results, "lk_test.py", "selftest")
+        results = self.selftest_results(log)
         self.assertIn(("PASS", "selftest: One.test_a", ""), results.rows)
         self.assertTrue(results.has_failure("selftest"), results.rows)
         self.assertRegex(results.summary(), r"^1 passed, 1 failed")
