@@ -380,6 +380,34 @@ class Warnings(unittest.TestCase):
         self.assertEqual(list(lk.new_warnings(tip, base)),
                          ["include/linux/b.h: 'z' defined but not used"])
 
+    def sparse_patch(self, after, before):
+        """lk.sparse_patch() on one C file whose sparse output is canned."""
+        results = lk.Results()
+        entry = mock.Mock(path="upstream/x.patch")
+        runs = iter([after, before])
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(lk, "built_objects", lambda b, c: c), \
+                mock.patch.object(lk, "git", lambda *a, **k: ""), \
+                mock.patch.object(lk, "sparse_check",
+                                  lambda *a: (next(runs), [], [])):
+            lk.sparse_patch(entry, "c0ffee", d, {"name": "x86_64"}, d,
+                            ["drivers/a.c"], os.path.join(d, "log"),
+                            lambda *a: None, results)
+        return results
+
+    def test_sparse_header_warning_of_a_new_includer_is_not_new(self):
+        # A new C file that includes slab.h gets slab.h's old sparse
+        # warning once more: not the patch's (binderfs.c, v4.20 slab.h).
+        key = "include/linux/slab.h: dubious: x & !y"
+        r = self.sparse_patch(collections.Counter({key: 13}),
+                              collections.Counter({key: 11}))
+        self.assertEqual((r.count("PASS"), r.count("FAIL")), (1, 0))
+
+    def test_sparse_new_warning_in_a_c_file_is_new(self):
+        r = self.sparse_patch(collections.Counter({"drivers/a.c: bad": 2}),
+                              collections.Counter({"drivers/a.c: bad": 1}))
+        self.assertEqual((r.count("PASS"), r.count("FAIL")), (0, 1))
+
     def test_baseline_round_trip(self):
         w = lk.parse_warnings(self.LOG, roots=("/src",))
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
