@@ -237,6 +237,108 @@ class TouchedGoals(unittest.TestCase):
                          ["vmlinux"])
 
 
+class ReducedBaseline(unittest.TestCase):
+    """Reduced CI goals are compared with the same goals before the series."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.tree = os.path.join(self.dir, "tree")
+        os.makedirs(self.tree)
+        self.git("init", "-q")
+        write(os.path.join(self.tree, "kernel", "a.c"), "int a;\n")
+        self.git("add", "-A")
+        self.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                 "-m", "prereq")
+        self.git("branch", "prereq")
+        write(os.path.join(self.tree, "drivers", "new", "b.c"), "int b;\n")
+        self.git("add", "-A")
+        self.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                 "-m", "series")
+        self.git("checkout", "-q", "-b", "series")
+        self.t = {"name": "arm", "arch": "arm", "goals": ["zImage"],
+                  "ci_goals": ["kernel/"]}
+
+    def git(self, *args):
+        subprocess.run(["git", "-C", self.tree] + list(args), check=True,
+                       env=lk.clean_env(), stdout=subprocess.DEVNULL)
+
+    def head(self):
+        return subprocess.run(["git", "-C", self.tree, "rev-parse", "HEAD"],
+                              check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    def test_directories_the_series_adds_are_left_out(self):
+        self.assertEqual(lk.goals_at(self.tree, "prereq",
+                                     ["scripts_dtc", "kernel/",
+                                      "drivers/new/"]),
+                         ["scripts_dtc", "kernel/"])
+
+    def test_the_same_goals_are_built_without_the_series(self):
+        seen = []
+
+        def fake_build(t, tree, out, goals, results, baseline_dir, **kw):
+            seen.append((self.head(), goals, baseline_dir, kw))
+            return collections.Counter({"fs/efivarfs/super.c: packed": 1})
+        results = lk.Results()
+        with mock.patch.object(lk, "build_target", fake_build), \
+                mock.patch.object(lk, "log"):
+            bdir = lk.reduced_baseline(self.t, self.tree, self.dir,
+                                       ["kernel/", "drivers/new/"], results,
+                                       "0123")
+        prereq = subprocess.run(["git", "-C", self.tree, "rev-parse",
+                                 "prereq"], check=True, capture_output=True,
+                                text=True).stdout.strip()
+        self.assertEqual(len(seen), 1)
+        self.assertEqual(seen[0][0], prereq)
+        self.assertEqual(seen[0][1], ["kernel/"])
+        self.assertIsNone(seen[0][2])
+        self.assertTrue(seen[0][3]["fresh"] and seen[0][3]["before_tip"])
+        self.assertEqual(self.head(), subprocess.run(
+            ["git", "-C", self.tree, "rev-parse", "series"], check=True,
+            capture_output=True, text=True).stdout.strip())
+        base, stamp = lk.read_baseline(os.path.join(bdir, "arm.txt"))
+        self.assertEqual(stamp, "0123")
+        self.assertEqual(base, {"fs/efivarfs/super.c: packed": 1})
+        self.assertEqual([r[:2] for r in results.rows],
+                         [("PASS", "baseline: arm")])
+        # A module warning that the tree before the series has too is old;
+        # one it does not have is new.
+        path = os.path.join(bdir, "arm.txt")
+        self.assertEqual(lk.judge_warnings(base, path, "0123", False,
+                                           "x")[0], "PASS")
+        tip = base + collections.Counter({"fs/select.c: unused": 1})
+        status, detail = lk.judge_warnings(tip, path, "0123", False, "x")
+        self.assertEqual(status, "FAIL")
+        self.assertIn("fs/select.c: unused", detail)
+
+    def test_a_failed_baseline_build_fails_and_skips_the_tip(self):
+        def fake_build(t, tree, out, goals, results, baseline_dir, **kw):
+            results.failed("build: arm", "make kernel/ failed")
+            return None
+        results = lk.Results()
+        with mock.patch.object(lk, "build_target", fake_build), \
+                mock.patch.object(lk, "log") as logged:
+            bdir = lk.reduced_baseline(self.t, self.tree, self.dir,
+                                       ["kernel/"], results, "0123")
+        self.assertIsNone(bdir)
+        # The baseline build's own rows are neither printed nor counted.
+        printed = [c[0][0] for c in logged.call_args_list]
+        self.assertEqual([p for p in printed if p.startswith(
+            ("PASS", "FAIL", "SKIP"))], [
+                "FAIL: baseline: arm - make kernel/ on the prerequisite-only "
+                "tree: make kernel/ failed",
+                "SKIP: build: arm - no baseline for its CI goals",
+                "SKIP: warnings: arm - no baseline for its CI goals"])
+        self.assertEqual([r[:2] for r in results.rows],
+                         [("FAIL", "baseline: arm"), ("SKIP", "build: arm"),
+                          ("SKIP", "warnings: arm")])
+        self.assertIn("make kernel/ failed", results.rows[0][2])
+        self.assertEqual(self.head(), subprocess.run(
+            ["git", "-C", self.tree, "rev-parse", "series"], check=True,
+            capture_output=True, text=True).stdout.strip())
+
+
 class KconfigSymbols(unittest.TestCase):
     """configure() checks only fragment lines whose symbol the tree has."""
 
