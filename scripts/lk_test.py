@@ -235,6 +235,27 @@ class TouchedGoals(unittest.TestCase):
         self.assertEqual(lk.build_dirs_for(["kernel/futex.c"], "x86",
                                            deleted=["kernel/futex_compat.c"]),
                          ["vmlinux"])
+        self.assertEqual(lk.build_dirs_for(["kernel/futex.h"], "x86",
+                                           deleted=["kernel/futex.h.old"]),
+                         ["vmlinux"])
+
+    def test_deleted_file_with_its_makefile_gives_its_directory(self):
+        self.assertEqual(lk.build_dirs_for(["kernel/futex.c",
+                                            "kernel/Makefile"], "x86",
+                                           deleted=["kernel/futex_compat.c"]),
+                         ["kernel/"])
+        # another directory's Makefile does not cover it
+        self.assertEqual(lk.build_dirs_for(["kernel/futex.c",
+                                            "lib/Makefile"], "x86",
+                                           deleted=["kernel/futex_compat.c"]),
+                         ["vmlinux"])
+        self.assertEqual(lk.build_dirs_for(["drivers/x/Kbuild"], "x86",
+                                           deleted=["drivers/x/y.S"]),
+                         ["drivers/x/"])
+        t = {"arch": "arm", "goals": ["zImage"], "ci_goals": ["kernel/"]}
+        self.assertEqual(lk.ci_goals_for(t, ["kernel/Makefile"],
+                                         ["kernel/futex_compat.c"]),
+                         ["kernel/"])
 
 
 class ReducedBaseline(unittest.TestCase):
