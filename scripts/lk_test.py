@@ -333,6 +333,40 @@ class ReducedBaseline(unittest.TestCase):
         self.assertEqual(status, "FAIL")
         self.assertIn("fs/select.c: unused", detail)
 
+    def test_an_earlier_complete_build_is_reused(self):
+        prereq = subprocess.run(["git", "-C", self.tree, "rev-parse",
+                                 "prereq"], check=True, capture_output=True,
+                                text=True).stdout.strip()
+        logs = os.path.join(self.dir, "baseline-ci", "logs")
+        built = []
+
+        def fake_build(t, tree, out, goals, results, baseline_dir, **kw):
+            built.append(goals)
+            return collections.Counter({"lib/new.c: w": 2})
+
+        def complete_log(goals):
+            write(os.path.join(logs, "warnings-arm.txt"),
+                  "# tree: %s\n# complete: yes\n# goals: %s\n"
+                  "# stamp: 0123\n1 fs/efivarfs/super.c: packed\n" % (
+                      prereq, " ".join(goals)))
+        for goals, want_built, want in (
+                (["kernel/"], [], {"fs/efivarfs/super.c: packed": 1}),
+                (["kernel/", "scripts_dtc"], [["kernel/", "scripts_dtc"]],
+                 {"lib/new.c: w": 2})):
+            complete_log(["kernel/"])
+            del built[:]
+            results = lk.Results()
+            with mock.patch.object(lk, "build_target", fake_build), \
+                    mock.patch.object(lk, "log"):
+                bdir = lk.reduced_baseline(self.t, self.tree, self.dir,
+                                           goals, results, "0123")
+            self.assertEqual(built, want_built)
+            base, _ = lk.read_baseline(os.path.join(bdir, "arm.txt"))
+            self.assertEqual(base, want)
+            self.assertEqual(results.rows[0][:2], ("PASS", "baseline: arm"))
+            self.assertIn("reused" if not want_built else "built in",
+                          results.rows[0][2])
+
     def test_a_failed_baseline_build_fails_and_skips_the_tip(self):
         def fake_build(t, tree, out, goals, results, baseline_dir, **kw):
             results.failed("build: arm", "make kernel/ failed")
