@@ -258,6 +258,74 @@ class TouchedGoals(unittest.TestCase):
                          ["kernel/"])
 
 
+class ObjectGoals(unittest.TestCase):
+    """CI builds the objects of a touched directory, not all of it."""
+
+    MAKEFILE = (
+        "obj-$(CONFIG_NET)\t\t:= socket.o core/\n"
+        "tmp-$(CONFIG_COMPAT) \t\t:= compat.o\n"
+        "obj-$(CONFIG_NET)\t\t+= $(tmp-y)\n"
+        "obj-y += a.o \\\n\tb.o  # b is built always\n"
+        "ccflags-y += -DX.o\n"
+        "hostprogs-y := gen.o\n"
+        "obj-$(CONFIG_MOD) += mod.o\n")
+
+    def setUp(self):
+        self.tree = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tree)
+        write(os.path.join(self.tree, "net", "Makefile"), self.MAKEFILE)
+        write(os.path.join(self.tree, "net", "socket.c"),
+              'int s;\n#include "socket_test.c"\n')
+        write(os.path.join(self.tree, "net", "socket_test.c"), "int t;\n")
+        write(os.path.join(self.tree, "net", "lone_test.c"), "int l;\n")
+        self.config = {"CONFIG_NET": "y", "CONFIG_MOD": "m"}
+
+    def goals(self, touched, config=None):
+        return lk.object_goals(self.tree, config or self.config, "net/",
+                               touched)
+
+    def test_makefile_lists_and_their_conditions(self):
+        objs = lk.makefile_objects(self.MAKEFILE)
+        self.assertEqual(objs["socket.o"], ["CONFIG_NET"])
+        self.assertEqual(objs["compat.o"], ["CONFIG_COMPAT"])
+        self.assertEqual(objs["b.o"], ["y"])
+        self.assertNotIn("X.o", objs)
+        self.assertNotIn("gen.o", objs)
+
+    def test_objects_the_config_builds(self):
+        self.assertEqual(self.goals(["net/socket.c", "net/compat.c",
+                                     "net/b.c", "net/mod.c"]),
+                         ["net/socket.o", "net/b.o", "net/mod.o"])
+        self.assertEqual(self.goals(["net/socket.c", "net/compat.c"],
+                                    dict(self.config, CONFIG_COMPAT="y")),
+                         ["net/socket.o", "net/compat.o"])
+
+    def test_an_included_source_is_covered_by_its_includer(self):
+        self.assertEqual(self.goals(["net/socket.c", "net/socket_test.c"]),
+                         ["net/socket.o"])
+        # not included by a touched source: only the directory will do
+        self.assertIsNone(self.goals(["net/lone_test.c", "net/socket.c"]))
+        self.assertIsNone(self.goals(["net/socket_test.c"]))
+
+    def test_changed_rules_need_the_directory(self):
+        self.assertIsNone(self.goals(["net/socket.c", "net/Makefile"]))
+        self.assertIsNone(self.goals(["net/socket.c", "net/Kconfig"]))
+        self.assertIsNone(lk.object_goals(self.tree, self.config, "lib/",
+                                          ["lib/x.c"]))
+
+    def test_ci_goals_with_a_config(self):
+        t = {"arch": "arm", "goals": ["zImage"], "ci_goals": ["kernel/"]}
+        self.assertEqual(lk.ci_goals_for(t, ["net/socket.c",
+                                             "net/socket_test.c",
+                                             "net/compat.c",
+                                             "kernel/futex.c"],
+                                         tree=self.tree, config=self.config),
+                         ["kernel/", "net/socket.o"])
+        # without a tree and .config, directories as before
+        self.assertEqual(lk.ci_goals_for(t, ["net/socket.c"]),
+                         ["kernel/", "net/"])
+
+
 class ReducedBaseline(unittest.TestCase):
     """Reduced CI goals are compared with the same goals before the series."""
 
@@ -294,6 +362,11 @@ class ReducedBaseline(unittest.TestCase):
                                      ["scripts_dtc", "kernel/",
                                       "drivers/new/"]),
                          ["scripts_dtc", "kernel/"])
+
+    def test_objects_whose_source_the_series_adds_are_left_out(self):
+        self.assertEqual(lk.goals_at(self.tree, "prereq",
+                                     ["kernel/a.o", "drivers/new/b.o"]),
+                         ["kernel/a.o"])
 
     def test_the_same_goals_are_built_without_the_series(self):
         seen = []
