@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 from unittest import mock
 
@@ -578,10 +579,21 @@ class Warnings(unittest.TestCase):
                 mock.patch.object(lk, "git", lambda *a, **k: ""), \
                 mock.patch.object(lk, "sparse_check",
                                   lambda *a: (next(runs), [], [])):
+            slog = os.path.join(d, "log")
+            after = lk.sparse_after({"name": "x86_64"}, d, d,
+                                    ["drivers/a.c"], slog)
             lk.sparse_patch(entry, "c0ffee", d, {"name": "x86_64"}, d,
-                            ["drivers/a.c"], os.path.join(d, "log"),
-                            lambda *a: None, results)
+                            ["drivers/a.c"], slog, after, results)
         return results
+
+    def test_sparse_is_skipped_when_the_build_failed(self):
+        results = lk.Results(echo=False)
+        lk.sparse_patch(mock.Mock(path="upstream/x.patch"), "c0ffee", "/t",
+                        {"name": "x86_64"}, "/b", ["drivers/a.c"], "/log",
+                        None, results)
+        self.assertEqual(results.rows, [
+            ("SKIP", "sparse: upstream/x.patch",
+             "the x86_64 build at this patch failed")])
 
     def test_sparse_header_warning_of_a_new_includer_is_not_new(self):
         # A new C file that includes slab.h gets slab.h's old sparse
@@ -606,6 +618,59 @@ class Warnings(unittest.TestCase):
         base, stamp = lk.read_baseline(f.name)
         self.assertEqual(base, w)
         self.assertEqual(stamp, "abc")
+
+
+class Progress(unittest.TestCase):
+    """Long steps say how far they got; `lk test` times its stages."""
+
+    def test_a_long_step_reports_progress(self):
+        with tempfile.TemporaryDirectory() as d:
+            logfile = os.path.join(d, "log")
+            script = ("import time\n"
+                      "for i in range(3):\n"
+                      "    print('  CC      a%d.o' % i, flush=True)\n"
+                      "    time.sleep(0.6)\n"
+                      "print('warning: not counted')\n")
+            printed = []
+            with mock.patch.object(lk, "PROGRESS_SECS", 0.5), \
+                    mock.patch.object(lk, "log", printed.append):
+                r = lk.run_watched([sys.executable, "-c", script], logfile,
+                                   "build x", lk.BUILD_STEP_RE, "files built")
+            self.assertEqual(r.returncode, 0)
+            self.assertGreaterEqual(len(printed), 2, printed)
+            counts = [int(re.match(r"progress: build x: (\d+) files built "
+                                   r"after \d+s$", p).group(1))
+                      for p in printed]
+            self.assertEqual(counts, sorted(counts))
+            self.assertLessEqual(counts[-1], 3)
+            self.assertGreaterEqual(counts[-1], 1)
+            with open(logfile) as f:
+                self.assertIn("warning: not counted", f.read())
+
+    def test_a_step_past_its_time_is_stopped(self):
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(lk, "PROGRESS_SECS", 0.2), \
+                mock.patch.object(lk, "log"):
+            t0 = time.time()
+            with self.assertRaises(subprocess.TimeoutExpired):
+                lk.run_watched(["sleep", "30"], os.path.join(d, "log"), "x",
+                               lk.BUILD_STEP_RE, "files", timeout=1)
+            self.assertLess(time.time() - t0, 10)
+
+    def test_stage_table(self):
+        results = lk.Results(echo=False)
+        stages = lk.Stages(results)
+        with mock.patch.object(lk, "log"):
+            stages.run("check", lambda: results.passed("a"))
+            stages.run("build", lambda: (_ for _ in ()).throw(
+                lk.Failure("no compiler")), lk.Failure)
+        self.assertEqual(results.rows[-1], ("FAIL", "build", "no compiler"))
+        table = stages.table()
+        self.assertRegex(table, r"(?m)^  check +\d+s +1 passed, 0 failed, "
+                         r"0 skipped$")
+        self.assertRegex(table, r"(?m)^  build +\d+s +0 passed, 1 failed, "
+                         r"0 skipped$")
+        self.assertRegex(table, r"(?m)^  total +\d+s$")
 
 
 class SelftestOutput(unittest.TestCase):
@@ -1047,6 +1112,48 @@ class BrokenPatches(unittest.TestCase):
                                "symbolic-ref", "HEAD"], stdout=subprocess.PIPE,
                               universal_newlines=True).stdout.strip()
         self.assertEqual(head, "refs/heads/series")
+
+    def test_patch_that_breaks_the_build_until_the_next_one(self):
+        # The tip builds; only the build at the first patch shows that the
+        # series does not bisect.
+        first = self.commit_patch("lib/bcd.c", lambda t: t.replace(
+            "EXPORT_SYMBOL(_bcd2bin);", "EXPORT_SYMBOL(_bcd2bin)\nint ;"),
+            "lib: break the build for a while")
+        second = self.commit_patch("lib/bcd.c", lambda t: t.replace(
+            "EXPORT_SYMBOL(_bcd2bin)\nint ;", "EXPORT_SYMBOL(_bcd2bin);"),
+            "lib: mend the build", start="t")
+        names = ("lib-break-the-build-for-a-while.patch",
+                 "lib-mend-the-build.patch")
+        d = self.series_with(names[0], first)
+        write(os.path.join(d, "patches", "upstream", names[1]), second)
+        with open(os.path.join(d, "series"), "a") as f:
+            f.write("upstream/%s\n" % names[1])
+        code, out = self.lk("--series-dir", d, "test", "--no-build",
+                            "--no-selftest", "--no-kunit",
+                            "--bisect-target", "x86_64")
+        self.assertNotEqual(code, 0, out)
+        self.assertRegex(out, r"FAIL: build x86_64: upstream/%s - make "
+                         r"lib/bcd.o failed" % re.escape(names[0]))
+        self.assertIn("PASS: build x86_64: upstream/%s" % names[1], out)
+        self.assertOnSeries()
+
+    def test_patch_with_a_new_compiler_warning(self):
+        # Builds and passes checkpatch and sparse, but gcc warns at the tip.
+        text = self.commit_patch("lib/bcd.c", lambda t: t.replace(
+            "unsigned _bcd2bin(unsigned char val)\n{",
+            "unsigned _bcd2bin(unsigned char val)\n{\n\tint lk_unused;\n"),
+            "lib: add a variable that gcc flags")
+        name = "lib-add-a-variable-that-gcc-flags.patch"
+        d = self.series_with(name, text)
+        code, out = self.lk("--series-dir", d, "test", "--no-check",
+                            "--no-selftest", "--no-kunit", "--no-qemu",
+                            "--target", "um")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("PASS: build: um", out)
+        self.assertRegex(out, r"FAIL: warnings: um - 1 new warning.*"
+                         r"lib/bcd.c: .*lk_unused")
+        self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
+        self.assertOnSeries()
 
     def test_patch_with_a_new_sparse_warning(self):
         # Builds cleanly and passes checkpatch, but sparse asks whether the
