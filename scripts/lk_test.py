@@ -525,6 +525,20 @@ class Warnings(unittest.TestCase):
         self.assertEqual(lk.first_error("make[2]: *** [x] Error 1\n"),
                          "make[2]: *** [x] Error 1")
 
+    def test_source_directory_seen_from_the_build_directory_is_stripped(self):
+        # With ccache's base_dir the compiler names sources relative to the
+        # build directory; the keys must be those of absolute paths.
+        roots = lk.build_roots("/w/build/x86_64", "/w/tree")
+        rel = lk.parse_warnings("../../tree/lib/bcd.c:3:5: warning: unused "
+                                "variable 'x' [-Wunused-variable]\n",
+                                roots=roots)
+        absolute = lk.parse_warnings("/w/tree/lib/bcd.c:3:5: warning: unused "
+                                     "variable 'x' [-Wunused-variable]\n",
+                                     roots=roots)
+        self.assertEqual(rel, absolute)
+        self.assertEqual(list(rel), ["lib/bcd.c: unused variable 'x' "
+                                     "[-Wunused-variable]"])
+
     def test_build_directory_is_stripped(self):
         w = lk.parse_warnings("/build/x86/include/generated/a.h:3: warning: "
                               "foo\n", roots=("/build/x86", "/src"))
