@@ -759,6 +759,31 @@ class SelftestOutput(unittest.TestCase):
         self.assertRegex(results.summary(), r"^1 passed, 1 failed")
 
 
+class BaselineStamps(unittest.TestCase):
+    """The committed baselines belong to today's prerequisite stack."""
+
+    def test_every_committed_baseline_is_current(self):
+        # A stale stamp fails CI's warning comparison; say so here first,
+        # with the target, before anything is built.
+        d = os.path.join(TOP, "configs", "warnings")
+        for fn in sorted(os.listdir(d)):
+            t = lk.load_target(fn[:-len(".txt")])
+            if not shutil.which(t["cross_compile"] + "gcc"):
+                self.skipTest("no %sgcc" % t["cross_compile"])
+            _, stamp = lk.read_baseline(os.path.join(d, fn))
+            self.assertEqual(stamp, lk.baseline_stamp(TOP, t), fn)
+
+    def test_comments_and_ci_goals_do_not_change_the_stamp(self):
+        t = lk.load_target("arm")
+        stamp = lk.baseline_stamp(TOP, t)
+        self.assertEqual(lk.baseline_stamp(TOP, dict(t, ci_goals=["lib/"])),
+                         stamp)
+        self.assertNotEqual(lk.baseline_stamp(TOP, dict(t, goals=["zImage"])),
+                            stamp)
+        self.assertNotEqual(lk.baseline_stamp(
+            TOP, dict(t, defconfig="vexpress_defconfig")), stamp)
+
+
 class Judge(unittest.TestCase):
     W = collections.Counter({"kernel/a.c: unused variable 'x'": 1})
 
