@@ -456,6 +456,45 @@ class KconfigSymbols(unittest.TestCase):
                 lk.configure(t, d, bdir, os.path.join(d, "log"),
                              before_tip=before_tip)
 
+    def kunit_configure(self, before_tip, returncode=0):
+        """configure() of a kunitconfig target: (kunit.py command, the
+        .kunitconfig it was given)."""
+        with tempfile.TemporaryDirectory() as d:
+            kc = os.path.join(d, "test.kunitconfig")
+            write(kc, "# suites\nCONFIG_OLD=y\nCONFIG_NEW=y\n")
+            t = {"name": "test", "fragments": [], "arch": "um",
+                 "cross_compile": "", "defconfig": "", "kunitconfig": kc}
+            calls = []
+
+            def fake_run(cmd, **kw):
+                arg = [a for a in cmd if a.startswith("--kunitconfig=")][0]
+                with open(arg.split("=", 1)[1]) as f:
+                    calls.append((cmd, f.read()))
+                return subprocess.CompletedProcess(cmd, returncode)
+            with mock.patch.object(lk, "run", side_effect=fake_run), \
+                    mock.patch.object(lk, "install_kunit_tool",
+                                      return_value="/t/kunit.py"), \
+                    mock.patch.object(lk, "kconfig_symbols",
+                                      return_value={"OLD"}):
+                lk.configure(t, d, os.path.join(d, "build"),
+                             os.path.join(d, "log"), before_tip=before_tip)
+            self.assertEqual(len(calls), 1)
+            return calls[0]
+
+    def test_kunitconfig_target_is_configured_by_kunit_py(self):
+        cmd, kc = self.kunit_configure(before_tip=False)
+        self.assertEqual(cmd[1:3], ["/t/kunit.py", "config"])
+        self.assertIn("--arch=um", cmd)
+        self.assertEqual(kc, "# suites\nCONFIG_OLD=y\nCONFIG_NEW=y\n")
+
+    def test_kunitconfig_before_the_tip_leaves_out_unknown_symbols(self):
+        _, kc = self.kunit_configure(before_tip=True)
+        self.assertEqual(kc, "# suites\nCONFIG_OLD=y\n")
+
+    def test_kunit_py_config_failure_fails_the_configuration(self):
+        with self.assertRaisesRegex(lk.Failure, "kunit.py config exited 1"):
+            self.kunit_configure(before_tip=False, returncode=1)
+
     def test_unknown_symbol_is_skipped_before_the_tip(self):
         self.configure("CONFIG_OLD=y\nCONFIG_NEW=y\n# CONFIG_OFF is not set\n",
                        "CONFIG_OLD=y\n# CONFIG_OFF is not set\n", True)
@@ -737,8 +776,32 @@ class SelftestOutput(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out, \
                 mock.patch.object(lk, "run_watched", fake_run):
             args = collections.namedtuple("Args", "out quick")(out, True)
-            lk.run_selftest_script(args, results, "lk_test.py", "selftest")
+            rc, logfile = lk.run_selftest_script(args, "lk_test.py",
+                                                 "selftest")
+            lk.report_selftest_script(results, "lk_test.py", "selftest", rc,
+                                      logfile)
         return results
+
+    def test_both_scripts_run_and_hear_which_guests_booted(self):
+        seen = {}
+
+        def fake_run(cmd, logfile, label, *args, env=None, **kw):
+            seen[label] = env["LK_QEMU_STAGE_GUESTS"]
+            with open(logfile, "a") as f:
+                f.write("test_a (__main__.%s.test_a) ... ok\n"
+                        "-----\nRan 1 test in 0.1s\n\nOK\n" % label[-4:])
+            return subprocess.CompletedProcess(cmd, 0)
+        results = lk.Results()
+        with tempfile.TemporaryDirectory() as out, \
+                mock.patch.object(lk, "run_watched", fake_run):
+            args = collections.namedtuple("Args", "out quick")(out, True)
+            lk.do_selftest(args, results, ["x86_64", "i386"])
+        self.assertEqual(seen, {"selftest": "x86_64 i386",
+                                "selftest-qemu": "x86_64 i386"})
+        self.assertEqual([r[1] for r in results.rows],
+                         ["selftest: test.test_a",
+                          "selftest-qemu: qemu.test_a"])
+        self.assertRegex(results.summary(), r"^2 passed, 0 failed")
 
     def test_skipped_class_is_not_a_lost_outcome(self):
         log = "setUpClass (__main__.Real) ... skipped 'no base tree'\n" \
@@ -1045,13 +1108,14 @@ class KUnitRuns(unittest.TestCase):
 
     def test_a_failing_case_fails_the_run(self):
         results = lk.Results()
-        # In the build directory of CI's own UML run (configs/matrix/kunit):
-        # the failing suite adds a few objects to that kernel instead of
-        # costing a kernel of its own; the next run there takes them out.
+        # In the build directory of CI's own UML kernel (the um build
+        # target, which configs/matrix/kunit runs): the failing suite adds
+        # a few objects to that kernel instead of costing a kernel of its
+        # own; the next build there starts from an empty directory.
         ok = lk.do_kunit(self.args, results, "um",
                          [os.path.join(TOP, "kunit", "all.kunitconfig"),
                           os.path.join(TOP, "kunit", "failing.kunitconfig")],
-                         name="um-failing", build_name="um")
+                         name="um-failing")
         self.assertFalse(ok)
         failed = [r[1] for r in results.rows if r[0] == "FAIL"]
         self.assertTrue(any(re.match(r"kunit um-failing: \w+\.\w+$", n)
@@ -1143,7 +1207,7 @@ class BrokenPatches(unittest.TestCase):
         code, out = self.lk("--series-dir", self.series_with(name, text),
                             "test", "--no-check", "--no-selftest",
                             "--no-kunit", "--no-qemu",
-                            "--target", "um")
+                            "--target", "um-defconfig")
         self.assertNotEqual(code, 0, out)
         self.assertIn("patches/upstream/%s does not apply" % name, out)
         self.assertIn("lib/bcd.c", out)
@@ -1159,14 +1223,15 @@ class BrokenPatches(unittest.TestCase):
         # the build of the tip fails too.
         code, out = self.lk("--series-dir", d, "test", "--no-selftest",
                             "--no-kunit", "--no-qemu",
-                            "--bisect-target", "x86_64", "--target", "um",
+                            "--bisect-target", "x86_64",
+                            "--target", "um-defconfig",
                             "--goal", "lib/bcd.o")
         self.assertNotEqual(code, 0, out)
         self.assertRegex(out, r"FAIL: build x86_64: upstream/%s - make "
                          r"lib/bcd.o failed: .*lib/bcd.c:\d+:\d+: error"
                          % re.escape(name))
-        self.assertRegex(out, r"FAIL: build: um - make lib/bcd.o failed .*"
-                         r"lib/bcd.c:\d+:\d+: error")
+        self.assertRegex(out, r"FAIL: build: um-defconfig - make lib/bcd.o "
+                         r"failed .*lib/bcd.c:\d+:\d+: error")
         self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
         self.assertOnSeries()
 
@@ -1210,11 +1275,11 @@ class BrokenPatches(unittest.TestCase):
         d = self.series_with(name, text)
         code, out = self.lk("--series-dir", d, "test", "--no-check",
                             "--no-selftest", "--no-kunit", "--no-qemu",
-                            "--target", "um", "--goal", "lib/bcd.o")
+                            "--target", "um-defconfig", "--goal", "lib/bcd.o")
         self.assertNotEqual(code, 0, out)
-        self.assertIn("PASS: build: um - make lib/bcd.o", out)
-        self.assertRegex(out, r"FAIL: warnings: um - 1 new warning.*"
-                         r"lib/bcd.c: .*lk_unused")
+        self.assertIn("PASS: build: um-defconfig - make lib/bcd.o", out)
+        self.assertRegex(out, r"FAIL: warnings: um-defconfig - 1 new "
+                         r"warning.*lib/bcd.c: .*lk_unused")
         self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
         self.assertOnSeries()
 
