@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import unittest
 from unittest import mock
@@ -426,6 +427,128 @@ class ReducedGoals(unittest.TestCase):
                                  os.path.join(TOP, "configs", "warnings"))])
 
 
+class Trace(unittest.TestCase):
+    """LK_TRACE=FILE: a line per command, failed ones included."""
+
+    def test_each_command_is_traced(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace")
+            with mock.patch.dict(os.environ, {"LK_TRACE": path}):
+                lk.run(["true"])
+                lk.run(["false"], check=False)
+                lk.run_watched(["true"], os.path.join(d, "log"), "t",
+                               re.compile("x"), "lines")
+            with open(path) as f:
+                lines = f.read().splitlines()
+        self.assertEqual([l.split(" ", 3)[3] for l in lines],
+                         ["true", "false", "true"])
+        for line in lines:
+            start, secs = (float(w) for w in line.split()[:2])
+            self.assertLessEqual(start, time.time() + 0.1)
+            self.assertGreaterEqual(secs, 0)
+
+    def test_no_trace_without_the_variable(self):
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.dict(os.environ, {"LK_TRACE": ""}):
+            lk.run(["true"], cwd=d)
+            self.assertEqual(os.listdir(d), [])
+
+
+class BuildLanes(unittest.TestCase):
+    """do_build(): full builds in one lane, partial builds and side tasks
+    in another, every row counted once."""
+
+    def run_build(self, names, side_tasks=(), target=None):
+        calls = []
+        lock = threading.Lock()
+
+        def fake_build(t, tree, out, goals, results, baseline_dir, **kw):
+            with lock:
+                calls.append((t["name"], threading.current_thread().name))
+            results.passed("build: " + t["name"])
+        args = collections.namedtuple(
+            "Args", "out series_dir target matrix fresh")(
+                "/nonexistent", TOP, target, "ci", True)
+        results = lk.Results(echo=False)
+        with mock.patch.object(lk, "applied_tree", return_value="/t"), \
+                mock.patch.object(lk, "git", return_value=""), \
+                mock.patch.object(lk, "matrix", return_value=names), \
+                mock.patch.object(lk, "baseline_stamp", return_value="s"), \
+                mock.patch.object(lk, "target_config", return_value={}), \
+                mock.patch.object(lk, "build_target", fake_build), \
+                mock.patch.object(lk, "log"):
+            lk.do_build(args, results, side_tasks)
+        return calls, [r[1] for r in results.rows]
+
+    def test_partial_builds_and_side_tasks_run_beside_the_full_ones(self):
+        seen = []
+
+        def task(results):
+            seen.append(threading.current_thread().name)
+            results.passed("checkpatch: p")
+        calls, rows = self.run_build(["x86_64", "arm", "i386", "arm64"],
+                                     [task])
+        main = threading.current_thread().name
+        self.assertEqual([c for c in calls if c[1] == main],
+                         [("x86_64", main), ("i386", main)])
+        self.assertEqual([c[0] for c in calls if c[1] != main],
+                         ["arm", "arm64"])
+        self.assertEqual(seen, ["side-lane"])
+        # the full lane's rows first, then the side lane's, each once
+        self.assertEqual(rows, ["build: x86_64", "build: i386",
+                                "checkpatch: p", "build: arm",
+                                "build: arm64"])
+
+    def test_a_failing_lane_is_a_failed_row_not_a_lost_one(self):
+        def task(results):
+            raise lk.Failure("side went wrong")
+        _, rows = self.run_build(["x86_64", "arm"], [task])
+        self.assertEqual(rows, ["build: x86_64", "build"])
+
+    def test_named_targets_build_in_order_in_one_lane(self):
+        calls, rows = self.run_build([], target=["arm", "x86_64"])
+        main = threading.current_thread().name
+        self.assertEqual(calls, [("arm", main), ("x86_64", main)])
+
+
+class TestStages(unittest.TestCase):
+    """Where `lk test` runs checkpatch: beside the builds, or in the check
+    stage when it builds nothing; never twice, never not at all."""
+
+    def checkpatch_runs(self, *flags):
+        runs = []
+
+        def fake_check(args, results, tree, entries, commits,
+                       checkpatch=True):
+            if checkpatch:
+                runs.append("check")
+
+        def fake_build(args, results, side_tasks=()):
+            for task in side_tasks:
+                task(results)
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(lk, "do_series", return_value=True), \
+                mock.patch.object(lk, "do_apply",
+                                  return_value=("/t", [], {})), \
+                mock.patch.object(lk, "do_check", fake_check), \
+                mock.patch.object(lk, "do_build", fake_build), \
+                mock.patch.object(lk, "do_checkpatch",
+                                  lambda *a: runs.append("build")), \
+                mock.patch.object(lk, "log"):
+            lk.main(["--out", d, "test", "--no-qemu", "--no-kunit",
+                     "--no-selftest"] + list(flags))
+        return runs
+
+    def test_checkpatch_runs_beside_the_builds(self):
+        self.assertEqual(self.checkpatch_runs(), ["build"])
+
+    def test_checkpatch_runs_in_the_check_stage_without_builds(self):
+        self.assertEqual(self.checkpatch_runs("--no-build"), ["check"])
+
+    def test_no_check_means_no_checkpatch(self):
+        self.assertEqual(self.checkpatch_runs("--no-check"), [])
+
+
 class KconfigSymbols(unittest.TestCase):
     """configure() checks only fragment lines whose symbol the tree has."""
 
@@ -509,6 +632,50 @@ class KconfigSymbols(unittest.TestCase):
             with self.assertRaisesRegex(lk.Failure, r"CONFIG_OFF=y"):
                 self.configure("CONFIG_OFF=y\nCONFIG_NEW=y\n",
                                "# CONFIG_OFF is not set\n", before_tip)
+
+    def fragments_hold(self, fragment, config, defined, kunitconfig=None):
+        with tempfile.TemporaryDirectory() as d:
+            frag = os.path.join(d, "test.config")
+            write(frag, fragment)
+            write(os.path.join(d, "build", ".config"), config)
+            t = {"name": "test", "fragments": [frag]}
+            if kunitconfig:
+                t["kunitconfig"] = kunitconfig
+            with mock.patch.object(lk, "kconfig_symbols",
+                                   return_value=defined) as symbols:
+                held = lk.fragments_hold(t, d, os.path.join(d, "build"))
+            return held, symbols.call_count
+
+    def test_a_patch_adding_a_symbol_no_fragment_sets_keeps_the_config(self):
+        # A new KUnit suite's option: syncconfig gives it its default.
+        self.assertEqual(self.fragments_hold(
+            "CONFIG_OLD=y\n# CONFIG_OFF is not set\n",
+            "CONFIG_OLD=y\n# CONFIG_OFF is not set\nCONFIG_X=y\n",
+            {"OLD", "OFF", "NEW_TEST"}), (True, 0))
+
+    def test_a_patch_adding_a_symbol_a_fragment_sets_reconfigures(self):
+        # The binderfs option at the binderfs patch.
+        self.assertEqual(self.fragments_hold(
+            "CONFIG_OLD=y\nCONFIG_NEW=y\n", "CONFIG_OLD=y\n",
+            {"OLD", "NEW"}), (False, 1))
+
+    def test_a_fragment_symbol_the_tree_lacks_yet_keeps_the_config(self):
+        self.assertEqual(self.fragments_hold(
+            "CONFIG_OLD=y\nCONFIG_NEW=y\n", "CONFIG_OLD=y\n", {"OLD"}),
+            (True, 1))
+
+    def test_a_fragment_line_that_no_longer_holds_reconfigures(self):
+        # configure() then reports it if it still does not stick.
+        self.assertEqual(self.fragments_hold(
+            "CONFIG_OLD=y\n", "# CONFIG_OLD is not set\n", {"OLD"}),
+            (False, 1))
+
+    def test_kunitconfig_targets_and_missing_configs_reconfigure(self):
+        self.assertEqual(self.fragments_hold("", "", set(), "x.kunitconfig"),
+                         (False, 0))
+        with tempfile.TemporaryDirectory() as d:
+            self.assertFalse(lk.fragments_hold({"fragments": []}, d,
+                                               os.path.join(d, "none")))
 
     def test_a_tree_without_kconfig(self):
         with tempfile.TemporaryDirectory() as d:
