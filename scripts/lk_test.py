@@ -1014,6 +1014,35 @@ class BaselineStamps(unittest.TestCase):
             TOP, dict(t, defconfig="vexpress_defconfig")), stamp)
 
 
+class GuestTargets(unittest.TestCase):
+    """The guests' kernels are the defconfig targets less guest.config."""
+
+    def test_guest_kernel_is_its_defconfig_target_less_guest_config(self):
+        for name in ("x86_64", "i386"):
+            guest, plain = (lk.load_target(name),
+                            lk.load_target(name + "-defconfig"))
+            for key in ("arch", "cross_compile", "defconfig", "goals"):
+                self.assertEqual(guest[key], plain[key], (name, key))
+            self.assertEqual(guest["fragments"],
+                             plain["fragments"] + ["guest.config"], name)
+
+    def test_guest_config_only_turns_options_off(self):
+        # Anything it turned on would be built and booted in CI but never
+        # in the defconfig builds a user makes.
+        lines = lk.fragment_lines({"fragments": ["guest.config"]})
+        self.assertTrue(lines)
+        for _, line, _ in lines:
+            self.assertRegex(line, r"^# CONFIG_\w+ is not set$")
+
+    def test_every_patch_is_checked_on_the_plain_defconfigs(self):
+        self.assertEqual(lk.matrix("bisect"), ["x86_64-defconfig",
+                                               "x86_64-nocompat",
+                                               "i386-defconfig"])
+        full = lk.matrix("full")
+        for name in lk.matrix("ci") + lk.matrix("bisect"):
+            self.assertIn(name, full)
+
+
 class Judge(unittest.TestCase):
     W = collections.Counter({"kernel/a.c: unused variable 'x'": 1})
 
