@@ -1319,6 +1319,114 @@ class KUnitRuns(unittest.TestCase):
         self.assertRegex(results.summary(), r"^\d+ passed, [1-9]\d* failed")
 
 
+def new_files_of_upstream_patches():
+    """The files that the upstream-bound patches create."""
+    found = []
+    for e in lk.read_series(TOP):
+        if not e.upstream:
+            continue
+        with open(os.path.join(TOP, "patches", e.path)) as f:
+            text = f.read()
+        found += re.findall(r"^diff --git a/(\S+) b/\S+\nnew file mode",
+                            text, re.M)
+    return found
+
+
+def maintainers_sections(text):
+    """{section name: [type lines]} of a MAINTAINERS-format text."""
+    sections, name = {}, None
+    for line in text.splitlines():
+        if re.match(r"^[A-Z]:\s", line):
+            if name is not None:
+                sections.setdefault(name, []).append(line)
+        elif line and not line.startswith("#"):
+            name = line
+        else:
+            name = None
+    return sections
+
+
+@unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
+@unittest.skipUnless(have_base(), "no v4.20 git base tree (see README.md)")
+class Maintainers(unittest.TestCase):
+    """MAINTAINERS.snippet, appended to v4.20's MAINTAINERS, gives every
+    file the series adds a maintainer other than the catch-all."""
+
+    @classmethod
+    def setUpClass(cls):
+        base, _ = lk.find_base(allow_download=False)
+
+        def show(path):
+            return subprocess.run(
+                ["git", "-C", base, "show", "v4.20:" + path],
+                check=True, stdout=subprocess.PIPE, env=lk.clean_env(),
+                universal_newlines=True).stdout
+        cls.v420 = show("MAINTAINERS")
+        cls.script = show("scripts/get_maintainer.pl")
+        with open(os.path.join(TOP, "MAINTAINERS.snippet")) as f:
+            cls.snippet = f.read()
+
+    def test_existing_entries_keep_their_maintainers_and_lists(self):
+        # The M:, L: and S: lines of an entry v4.20 already has are that
+        # entry's: the snippet proposes F: lines, not new people.
+        v420 = maintainers_sections(self.v420)
+        for name, lines in maintainers_sections(self.snippet).items():
+            if name not in v420:
+                continue
+            for line in lines:
+                if line[0] in "MLS":
+                    self.assertIn(line, v420[name], name)
+
+    def fake_tree(self, tree, maintainers, files):
+        """What get_maintainer.pl checks to run at the top of a kernel
+        tree, the MAINTAINERS file, and empty files at the given paths."""
+        for name in ("COPYING", "CREDITS", "Kbuild", "Makefile", "README"):
+            write(os.path.join(tree, name), "")
+        for name in ("Documentation", "arch", "include", "drivers", "fs",
+                     "init", "ipc", "kernel", "lib"):
+            os.makedirs(os.path.join(tree, name), exist_ok=True)
+        write(os.path.join(tree, "scripts", "get_maintainer.pl"),
+              self.script)
+        write(os.path.join(tree, "MAINTAINERS"), maintainers)
+        for f in files:
+            write(os.path.join(tree, f), "")
+
+    def owners(self, tree, f):
+        """(sections naming a maintainer, sections naming a list) of f."""
+        r = subprocess.run(["perl", "scripts/get_maintainer.pl", "--no-git",
+                            "--no-git-fallback", "-f", f], cwd=tree,
+                           env=lk.clean_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        people = re.findall(r"\((?:maintainer|supporter):([^)]+)\)",
+                            r.stdout)
+        lists = re.findall(r"\((?:open|moderated) list:([^)]+)\)", r.stdout)
+        return set(people) - {"THE REST"}, set(lists) - {"THE REST"}
+
+    def test_every_new_file_has_a_maintainer_and_a_list(self):
+        files = new_files_of_upstream_patches()
+        self.assertIn("drivers/android/binderfs.c", files)
+        with tempfile.TemporaryDirectory() as tree:
+            self.fake_tree(tree, self.v420 + "\n" + self.snippet, files)
+            for f in files:
+                people, lists = self.owners(tree, f)
+                self.assertTrue(people, f)
+                self.assertTrue(lists, f)
+
+    def test_the_check_fails_for_a_file_no_entry_covers(self):
+        # The assertion above can fail: v4.20's MAINTAINERS alone gives
+        # the new cpuset test no maintainer and only the catch-all list.
+        f = "kernel/cgroup/cpuset_test.c"
+        with tempfile.TemporaryDirectory() as tree:
+            self.fake_tree(tree, self.v420, [f])
+            self.assertEqual(self.owners(tree, f), (set(), set()))
+        with tempfile.TemporaryDirectory() as tree:
+            self.fake_tree(tree, self.v420 + "\n" + self.snippet, [f])
+            self.assertEqual(self.owners(tree, f),
+                             ({"CONTROL GROUP - CPUSET"},
+                              {"CONTROL GROUP - CPUSET"}))
+
+
 @unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
 @unittest.skipUnless(have_base(), "no v4.20 git base tree (see README.md)")
 class BrokenPatches(unittest.TestCase):
