@@ -262,9 +262,21 @@ def nice(cmd):
     return (["nice", "-n", "10"] + cmd) if shutil.which("nice") else cmd
 
 
+def headers_srcarch(abi):
+    """The arch/ directory that the ABI's uapi headers come from.
+
+    'make headers_install' writes the same files for every ARCH= of one
+    source directory (i386 and x86_64 both install arch/x86's headers, and
+    asm/unistd.h picks a system-call table by the compiler's macros), so
+    one export serves all the ABIs that share it.
+    """
+    arch = abi["headers_arch"]
+    return {"i386": "x86", "x86_64": "x86"}.get(arch, arch)
+
+
 def headers_stamp(tree, abi):
     """A hash of everything 'make headers_install' reads for this ABI."""
-    h = hashlib.sha256(abi["headers_arch"].encode())
+    h = hashlib.sha256(headers_srcarch(abi).encode())
     for rel in HEADERS_COMMON_INPUTS + tuple(abi["headers_inputs"]):
         top = os.path.join(tree, rel)
         paths = [top] if os.path.isfile(top) else sorted(
@@ -279,12 +291,14 @@ def headers_stamp(tree, abi):
 def export_headers(tree, abi, scratch, logfile):
     """Export the tree's uapi headers for abi; return their include dir.
 
-    Runs 'make -C tree O=<scratch>/headers/<bits>/obj ARCH=<headers_arch>
-    headers_install INSTALL_HDR_PATH=<scratch>/headers/<bits>/usr', never
-    writing to the tree.  The result is reused while the inputs (hashed)
-    are unchanged: headers_install takes a minute on a busy host.
+    Runs 'make -C tree O=<scratch>/headers/<srcarch>/obj
+    ARCH=<headers_arch> headers_install
+    INSTALL_HDR_PATH=<scratch>/headers/<srcarch>/usr', never writing to
+    the tree.  The result is reused while the inputs (hashed) are
+    unchanged, by every ABI of the same source directory (see
+    headers_srcarch()): headers_install takes 40 s to a minute here.
     """
-    base = os.path.join(scratch, "headers", abi["bits"])
+    base = os.path.join(scratch, "headers", headers_srcarch(abi))
     usr = os.path.join(base, "usr")
     stamp_file = os.path.join(base, "stamp")
     stamp = headers_stamp(tree, abi)

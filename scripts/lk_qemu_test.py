@@ -501,6 +501,56 @@ class DataFiles(unittest.TestCase):
         self.assertIn("initramfs", r.stdout)
 
 
+class HeaderExport(unittest.TestCase):
+    """One uapi header export serves every ABI of a source directory."""
+
+    def test_x86_abis_share_one_export_and_arm_does_not(self):
+        exports = []
+
+        def fake_make(cmd, logfile):
+            usr = [a for a in cmd if a.startswith("INSTALL_HDR_PATH=")][0]
+            os.makedirs(os.path.join(usr.split("=", 1)[1], "include",
+                                     "linux"))
+            exports.append([a for a in cmd if a.startswith("ARCH=")][0])
+            return 0
+
+        with tempfile.TemporaryDirectory() as d:
+            tree = os.path.join(d, "tree")
+            for rel in lk_qemu.HEADERS_COMMON_INPUTS + (
+                    "arch/x86/include/uapi", "arch/arm/include/uapi"):
+                if rel.endswith("uapi"):
+                    os.makedirs(os.path.join(tree, rel, "asm"))
+                    rel = os.path.join(rel, "asm", "unistd.h")
+                os.makedirs(os.path.dirname(os.path.join(tree, rel)),
+                            exist_ok=True)
+                with open(os.path.join(tree, rel), "w") as f:
+                    f.write(rel)
+            x86 = {"headers_arch": "x86_64",
+                   "headers_inputs": ["arch/x86/include/uapi"]}
+            i386 = dict(x86, headers_arch="i386")
+            arm = {"headers_arch": "arm",
+                   "headers_inputs": ["arch/arm/include/uapi"]}
+            scratch = os.path.join(d, "scratch")
+            log = os.path.join(d, "log")
+            real = lk_qemu.run_logged
+            lk_qemu.run_logged = fake_make
+            try:
+                a = lk_qemu.export_headers(tree, x86, scratch, log)
+                b = lk_qemu.export_headers(tree, i386, scratch, log)
+                c = lk_qemu.export_headers(tree, arm, scratch, log)
+                # A changed input makes the shared export stale.
+                with open(os.path.join(tree, "arch/x86/include/uapi/asm/"
+                                       "unistd.h"), "a") as f:
+                    f.write("changed")
+                e = lk_qemu.export_headers(tree, i386, scratch, log)
+            finally:
+                lk_qemu.run_logged = real
+        self.assertEqual(a, b)
+        self.assertEqual(a, e)
+        self.assertNotEqual(a, c)
+        self.assertEqual(exports, ["ARCH=x86_64", "ARCH=arm", "ARCH=i386"])
+
+
 class Initramfs(unittest.TestCase):
     @unittest.skipUnless(shutil.which("cpio"), "cpio is not installed")
     def test_archive_lists_with_cpio(self):
