@@ -1348,6 +1348,44 @@ def maintainers_sections(text):
 
 @unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
 @unittest.skipUnless(have_base(), "no v4.20 git base tree (see README.md)")
+class SpdxCheck(unittest.TestCase):
+    """checkpatch's SPDX-License-Identifier check runs, not skipped."""
+
+    def checkpatch(self, tag):
+        base, _ = lk.find_base(allow_download=False)
+        body = mail("lib: add x", sob=IDENT).replace(
+            "---\n a | 1 +\n", textwrap.dedent("""\
+            ---
+             lib/x.c | 2 ++
+             1 file changed, 2 insertions(+)
+             create mode 100644 lib/x.c
+
+            diff --git a/lib/x.c b/lib/x.c
+            new file mode 100644
+            index 0000000..1111111
+            --- /dev/null
+            +++ b/lib/x.c
+            @@ -0,0 +1,2 @@
+            +// SPDX-License-Identifier: %s
+            +int x;
+            """ % tag))
+        with tempfile.TemporaryDirectory() as d:
+            patch = os.path.join(d, "x.patch")
+            write(patch, body)
+            return lk.run_checkpatch(base, patch, os.path.join(d, "log"),
+                                     allowed=("FILE_PATH_CHANGES",))
+
+    def test_an_unknown_license_is_reported(self):
+        problems = self.checkpatch("GPL-2.0-bogus")
+        self.assertEqual([p.split(":")[1] for p in problems],
+                         ["SPDX_LICENSE_TAG"], problems)
+
+    def test_a_known_license_passes(self):
+        self.assertEqual(self.checkpatch("GPL-2.0"), [])
+
+
+@unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
+@unittest.skipUnless(have_base(), "no v4.20 git base tree (see README.md)")
 class Maintainers(unittest.TestCase):
     """MAINTAINERS.snippet, appended to v4.20's MAINTAINERS, gives every
     file the series adds a maintainer other than the catch-all."""
