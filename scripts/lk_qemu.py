@@ -262,6 +262,14 @@ def nice(cmd):
     return (["nice", "-n", "10"] + cmd) if shutil.which("nice") else cmd
 
 
+def srcarch(arch):
+    """kbuild's SRCARCH for ARCH=arch: the directory under arch/.
+
+    scripts/lk uses it too (which objects a patch touches).
+    """
+    return {"x86_64": "x86", "i386": "x86"}.get(arch, arch)
+
+
 def headers_srcarch(abi):
     """The arch/ directory that the ABI's uapi headers come from.
 
@@ -270,8 +278,7 @@ def headers_srcarch(abi):
     asm/unistd.h picks a system-call table by the compiler's macros), so
     one export serves all the ABIs that share it.
     """
-    arch = abi["headers_arch"]
-    return {"i386": "x86", "x86_64": "x86"}.get(arch, arch)
+    return srcarch(abi["headers_arch"])
 
 
 def headers_stamp(tree, abi):
