@@ -1351,7 +1351,7 @@ def maintainers_sections(text):
 class SpdxCheck(unittest.TestCase):
     """checkpatch's SPDX-License-Identifier check runs, not skipped."""
 
-    def checkpatch(self, tag):
+    def checkpatch(self, tag, where="lib/x.c", want_unused=False):
         base, _ = lk.find_base(allow_download=False)
         body = mail("lib: add x", sob=IDENT).replace(
             "---\n a | 1 +\n", textwrap.dedent("""\
@@ -1372,8 +1372,20 @@ class SpdxCheck(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             patch = os.path.join(d, "x.patch")
             write(patch, body)
-            return lk.run_checkpatch(base, patch, os.path.join(d, "log"),
-                                     allowed=("FILE_PATH_CHANGES",))
+            exc = lk.CheckpatchException("x.patch", "FILE_PATH_CHANGES",
+                                         where, "new file mode", "a test", 1)
+            problems, unused = lk.run_checkpatch(
+                base, patch, os.path.join(d, "log"), allowed=[exc])
+            self.assertEqual(unused, [exc] if want_unused else [])
+            return problems
+
+    def test_an_exception_for_another_file_excuses_nothing(self):
+        # ... and is itself reported as unused.
+        problems = self.checkpatch("GPL-2.0", where="lib/y.c",
+                                   want_unused=True)
+        self.assertEqual([p.split(":")[1] for p in problems],
+                         ["FILE_PATH_CHANGES"], problems)
+        self.assertIn("(lib/x.c: new file mode 100644)", problems[0])
 
     def test_an_unknown_license_is_reported(self):
         problems = self.checkpatch("GPL-2.0-bogus")
@@ -1382,6 +1394,85 @@ class SpdxCheck(unittest.TestCase):
 
     def test_a_known_license_passes(self):
         self.assertEqual(self.checkpatch("GPL-2.0"), [])
+
+
+class CheckpatchExceptions(unittest.TestCase):
+    """scripts/checkpatch-exceptions names occurrences, not just types."""
+
+    OUTPUT = textwrap.dedent("""\
+        WARNING:FILE_PATH_CHANGES: added, moved or deleted file(s), does MAINTAINERS need updating?
+        #12:\x20
+        new file mode 100644
+
+        CHECK:BIT_MACRO: Prefer using the BIT macro
+        #20: FILE: lib/x.c:3:
+        +#define X_MAX\t(1U << 20)
+
+        WARNING:COMMIT_LOG_LONG_LINE: Possible unwrapped commit description
+        #5:\x20
+        a very long line of the commit message
+
+        ERROR:MISSING_SIGN_OFF: Missing Signed-off-by: line(s)
+
+        total: 1 errors, 2 warnings, 1 checks, 20 lines checked
+        """)
+    PATCH = (["From x", "Subject: [PATCH] x", "", "msg", "a very long line",
+              "---", "diff --git a/lib/y.c b/lib/y.c", "index 1..2", "--- a",
+              "+++ b", "diff --git a/lib/x.c b/lib/x.c",
+              "new file mode 100644"] + ["+x"] * 10)
+
+    def exc(self, typ, where, text):
+        return lk.CheckpatchException("p.patch", typ, where, text, "why", 1)
+
+    def test_complaints_know_their_file_and_quoted_line(self):
+        got = lk.checkpatch_complaints(self.OUTPUT, self.PATCH)
+        self.assertEqual([(c.type, c.file, c.quoted) for c in got], [
+            ("FILE_PATH_CHANGES", "lib/x.c", "new file mode 100644"),
+            ("BIT_MACRO", "lib/x.c", "+#define X_MAX\t(1U << 20)"),
+            ("COMMIT_LOG_LONG_LINE", "-",
+             "a very long line of the commit message"),
+            ("MISSING_SIGN_OFF", "-", "")])
+
+    def test_an_exception_excuses_its_occurrence_only(self):
+        bit = lk.checkpatch_complaints(self.OUTPUT, self.PATCH)[1]
+        self.assertTrue(lk.excuses(self.exc("BIT_MACRO", "lib/x.c",
+                                            "#define X_MAX"), bit))
+        # Same type and file, another line; another file; another type.
+        self.assertFalse(lk.excuses(self.exc("BIT_MACRO", "lib/x.c",
+                                             "#define Y_MAX"), bit))
+        self.assertFalse(lk.excuses(self.exc("BIT_MACRO", "lib/y.c",
+                                             "#define X_MAX"), bit))
+        self.assertFalse(lk.excuses(self.exc("NR_CPUS", "lib/x.c",
+                                             "#define X_MAX"), bit))
+
+    def parse(self, text):
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write(text)
+        self.addCleanup(os.unlink, f.name)
+        return lk.checkpatch_exceptions(f.name)
+
+    def test_format(self):
+        got = self.parse("# comment\n\nup/p.patch | BIT_MACRO | lib/x.c | "
+                         "#define X | a count, not a bit\n")
+        self.assertEqual(got["up/p.patch"], [lk.CheckpatchException(
+            "up/p.patch", "BIT_MACRO", "lib/x.c", "#define X",
+            "a count, not a bit", 3)])
+        for bad in ("up/p.patch BIT_MACRO a reason\n",
+                    "up/p.patch | BIT_MACRO | lib/x.c | a reason\n",
+                    "up/p.patch | bit_macro | lib/x.c | #define X | r\n",
+                    "up/p.patch | BIT_MACRO |  | #define X | r\n"):
+            with self.assertRaises(lk.Failure, msg=bad):
+                self.parse(bad)
+
+    def test_the_project_file_names_patches_of_the_series(self):
+        allow = lk.checkpatch_exceptions()
+        self.assertTrue(allow)
+        upstream = {e.path for e in lk.read_series(lk.TOP) if e.upstream}
+        for path, excs in allow.items():
+            self.assertIn(path, upstream, excs[0].lineno)
+            for e in excs:
+                self.assertTrue(e.file == "-" or "/" in e.file or
+                                "." in e.file, e)
 
 
 @unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
