@@ -1018,13 +1018,20 @@ class GuestTargets(unittest.TestCase):
     """The guests' kernels are the defconfig targets less guest.config."""
 
     def test_guest_kernel_is_its_defconfig_target_less_guest_config(self):
-        for name in ("x86_64", "i386"):
+        # The x86_64 guest also has the x32 ABI: x32.config.
+        for name, extra in (("x86_64", ["x32.config"]), ("i386", [])):
             guest, plain = (lk.load_target(name),
                             lk.load_target(name + "-defconfig"))
             for key in ("arch", "cross_compile", "defconfig", "goals"):
                 self.assertEqual(guest[key], plain[key], (name, key))
-            self.assertEqual(guest["fragments"],
-                             plain["fragments"] + ["guest.config"], name)
+            self.assertEqual(sorted(guest["fragments"]),
+                             sorted(plain["fragments"] + extra +
+                                    ["guest.config"]), name)
+
+    def test_x32_config_turns_on_x32_only(self):
+        lines = [line for _, line, _ in
+                 lk.fragment_lines({"fragments": ["x32.config"]})]
+        self.assertEqual(lines, ["CONFIG_X86_X32=y"])
 
     def test_guest_config_only_turns_options_off(self):
         # Anything it turned on would be built and booted in CI but never
