@@ -68,11 +68,31 @@ class SeriesParsing(unittest.TestCase):
 
             # section: y2038 (upstream)
             # a comment line
-            upstream/b.patch
+            y2038/0001-b.patch
+
+            # section: y2038/kunit (upstream)
+            y2038/kunit/0001-c.patch
             """))
         self.assertEqual([(x.path, x.section, x.upstream) for x in e], [
             ("prereq/a.patch", "toolchain", False),
-            ("upstream/b.patch", "y2038", True)])
+            ("y2038/0001-b.patch", "y2038", True),
+            ("y2038/kunit/0001-c.patch", "y2038/kunit", True)])
+
+    def test_upstream_section_names_are_topics_or_follow_ups(self):
+        for bad in ("Y2038", "y2038/tests", "a/kunit/b", "-x"):
+            with self.assertRaisesRegex(lk.Failure, "is a topic", msg=bad):
+                lk.parse_series("# section: %s (upstream)\nx/a.patch\n"
+                                % bad)
+
+    def test_follow_up_before_its_topic_is_refused(self):
+        with self.assertRaisesRegex(lk.Failure, "before its topic"):
+            lk.parse_series("# section: t/kunit (upstream)\nt/kunit/a.patch\n")
+
+    def test_section_opened_twice_is_refused(self):
+        with self.assertRaisesRegex(lk.Failure, "opened twice"):
+            lk.parse_series("# section: t (upstream)\nt/0001-a.patch\n"
+                            "# section: u (upstream)\nu/0001-b.patch\n"
+                            "# section: t (upstream)\nt/0002-c.patch\n")
 
     def test_entry_before_section_is_refused(self):
         with self.assertRaisesRegex(lk.Failure, "before any"):
@@ -81,7 +101,7 @@ class SeriesParsing(unittest.TestCase):
     def test_prerequisite_after_upstream_is_refused(self):
         with self.assertRaisesRegex(lk.Failure, "prerequisite stack must "
                                     "come first"):
-            lk.parse_series("# section: a (upstream)\nupstream/a.patch\n"
+            lk.parse_series("# section: a (upstream)\na/a.patch\n"
                             "# section: b (prerequisite)\nprereq/b.patch\n")
 
     def test_malformed_section_line_is_refused(self):
@@ -90,7 +110,7 @@ class SeriesParsing(unittest.TestCase):
 
     def test_options_on_a_line_are_refused(self):
         with self.assertRaisesRegex(lk.Failure, "one patch file per line"):
-            lk.parse_series("# section: x (upstream)\nupstream/a.patch -p1\n")
+            lk.parse_series("# section: x (upstream)\nx/a.patch -p1\n")
 
     def test_slug_follows_subject(self):
         self.assertEqual(lk.slug("[PATCH 1/2] objtool: accept objects that"
@@ -98,81 +118,273 @@ class SeriesParsing(unittest.TestCase):
                          "objtool-accept-objects-that-have-no-symbol-table")
 
 
+COVER = textwrap.dedent("""\
+    Subject: t: a topic
+    Version: 1
+    Change-Id: 20261205-t-0123456789ab
+    Cc: list@example.org
+
+    What the topic does.
+    Why it is wanted.
+    How it was tested.
+    """)
+
+
 class SeriesCheck(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.dir)
 
-    def make(self, series, patches):
+    def make(self, series, patches, covers=None):
+        """check_series() of a series; every upstream-bound section gets
+        COVER as its cover letter unless covers names it."""
         write(os.path.join(self.dir, "series"), series)
         for name, text in patches.items():
             write(os.path.join(self.dir, "patches", name), text)
+        covers = dict(covers or {})
+        for e in lk.parse_series(series):
+            if e.upstream:
+                covers.setdefault(e.section, COVER)
+        for sec, text in covers.items():
+            if text is not None:
+                write(os.path.join(self.dir, "patches", sec, "cover-letter"),
+                      text)
         return lk.check_series(self.dir)
 
     def test_good_series_has_no_problem(self):
         self.assertEqual(self.make(
-            "# section: t (prerequisite)\nprereq/foo-fix-bar.patch\n",
-            {"prereq/foo-fix-bar.patch": mail("foo: fix bar")}), [])
+            "# section: p (prerequisite)\nprereq/0001-foo-fix-bar.patch\n"
+            "# section: t (upstream)\nt/0001-foo-fix-baz.patch\n"
+            "t/0002-foo-fix-qux.patch\n"
+            "# section: t/kunit (upstream)\nt/kunit/0001-foo-test-it.patch\n",
+            {"prereq/0001-foo-fix-bar.patch": mail(
+                "foo: fix bar", body="Not for upstream: tests need it.\n"
+                "Two.\nThree.\n"),
+             "t/0001-foo-fix-baz.patch": mail("foo: fix baz"),
+             "t/0002-foo-fix-qux.patch": mail("foo: fix qux"),
+             "t/kunit/0001-foo-test-it.patch": mail("foo: test it")},
+            {"t/kunit": COVER.replace("Cc:", "Prefix: RFC\nNeeds: t\nCc:")}),
+            [])
 
     def test_unlisted_patch(self):
-        p = self.make("# section: t (prerequisite)\nprereq/foo-fix-bar.patch\n",
-                      {"prereq/foo-fix-bar.patch": mail("foo: fix bar"),
-                       "prereq/stray.patch": mail("stray")})
-        self.assertIn("patches/prereq/stray.patch is not listed in series", p)
+        p = self.make("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail("foo: fix bar"),
+                       "t/stray.patch": mail("stray")})
+        self.assertIn("patches/t/stray.patch is not listed in series", p)
 
     def test_listed_but_missing(self):
-        p = self.make("# section: t (upstream)\nupstream/gone.patch\n", {})
+        p = self.make("# section: t (upstream)\nt/0001-gone.patch\n", {})
         self.assertTrue(any("gone.patch does not exist" in x for x in p), p)
 
     def test_listed_twice(self):
-        p = self.make("# section: t (prerequisite)\nprereq/foo-fix-bar.patch\n"
-                      "prereq/foo-fix-bar.patch\n",
-                      {"prereq/foo-fix-bar.patch": mail("foo: fix bar")})
+        p = self.make("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n"
+                      "t/0001-foo-fix-bar.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail("foo: fix bar")})
         self.assertTrue(any("2 times" in x for x in p), p)
 
     def test_wrong_directory_for_section(self):
-        p = self.make("# section: t (upstream)\nprereq/foo-fix-bar.patch\n",
-                      {"prereq/foo-fix-bar.patch": mail("foo: fix bar")})
-        self.assertTrue(any("belongs in patches/upstream/" in x for x in p), p)
+        p = self.make("# section: t (upstream)\nprereq/0001-foo-fix-bar.patch\n",
+                      {"prereq/0001-foo-fix-bar.patch": mail("foo: fix bar")})
+        self.assertTrue(any("belongs in patches/t/" in x for x in p), p)
+        p = self.make("# section: t (prerequisite)\nt/0001-foo-fix-bar.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail("foo: fix bar")})
+        self.assertTrue(any("belongs in patches/prereq/" in x for x in p), p)
 
     def test_missing_signoff(self):
-        p = self.make("# section: t (upstream)\nupstream/foo-fix-bar.patch\n",
-                      {"upstream/foo-fix-bar.patch": mail("foo: fix bar",
-                                                          sob=None)})
-        self.assertIn("patches/upstream/foo-fix-bar.patch: no Signed-off-by", p)
+        p = self.make("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail("foo: fix bar",
+                                                        sob=None)})
+        self.assertIn("patches/t/0001-foo-fix-bar.patch: no Signed-off-by", p)
 
     def test_signoff_from_someone_else(self):
-        p = self.make("# section: t (upstream)\nupstream/foo-fix-bar.patch\n",
-                      {"upstream/foo-fix-bar.patch": mail(
+        p = self.make("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail(
                           "foo: fix bar", sob="Someone <s@example.org>")})
         self.assertTrue(any("from the author" in x for x in p), p)
 
     def test_author_must_be_the_project_identity(self):
         who = "Someone <s@example.org>"
-        p = self.make("# section: t (upstream)\nupstream/foo-fix-bar.patch\n",
-                      {"upstream/foo-fix-bar.patch": mail(
+        p = self.make("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail(
                           "foo: fix bar", sob=who, author=who)})
         self.assertTrue(any("not the project identity" in x for x in p), p)
 
     def test_prerequisite_must_say_not_for_upstream(self):
-        p = self.make("# section: t (prerequisite)\nprereq/foo-fix-bar.patch\n",
-                      {"prereq/foo-fix-bar.patch": mail(
+        p = self.make("# section: p (prerequisite)\n"
+                      "prereq/0001-foo-fix-bar.patch\n",
+                      {"prereq/0001-foo-fix-bar.patch": mail(
                           "foo: fix bar", body="One.\nTwo.\nThree.\n")})
         self.assertTrue(any('must say "Not for upstream"' in x for x in p), p)
 
-    def test_file_name_must_follow_subject(self):
-        p = self.make("# section: t (upstream)\nupstream/0001-x.patch\n",
-                      {"upstream/0001-x.patch": mail("foo: fix bar")})
-        self.assertTrue(any("should be foo-fix-bar.patch" in x for x in p), p)
+    def test_file_name_is_the_place_and_the_subject(self):
+        p = self.make("# section: t (upstream)\nt/0001-x.patch\n",
+                      {"t/0001-x.patch": mail("foo: fix bar")})
+        self.assertTrue(any("should be 0001-foo-fix-bar.patch" in x
+                            for x in p), p)
+        # numbered by the place in its folder, not in the series
+        p = self.make("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n"
+                      "# section: u (upstream)\nu/0002-foo-fix-baz.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail("foo: fix bar"),
+                       "u/0002-foo-fix-baz.patch": mail("foo: fix baz")})
+        self.assertTrue(any("should be 0001-foo-fix-baz.patch" in x
+                            for x in p), p)
 
     def test_empty_message_is_refused(self):
-        p = self.make("# section: t (upstream)\nupstream/foo-fix-bar.patch\n",
-                      {"upstream/foo-fix-bar.patch": mail("foo: fix bar",
-                                                          body="")})
+        p = self.make("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail("foo: fix bar",
+                                                        body="")})
         self.assertTrue(any("does not explain" in x for x in p), p)
+
+    def test_every_topic_has_a_cover_letter(self):
+        p = self.make("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
+                      {"t/0001-foo-fix-bar.patch": mail("foo: fix bar")},
+                      {"t": None})
+        self.assertIn("patches/t/cover-letter is missing: every "
+                      "upstream-bound section is mailed with one", p)
+
+    def test_cover_letter_fields(self):
+        series = "# section: t (upstream)\nt/0001-foo-fix-bar.patch\n"
+        patches = {"t/0001-foo-fix-bar.patch": mail("foo: fix bar")}
+        for cover, want in (
+                (COVER.replace("Subject: t: a topic\n", ""), "no Subject:"),
+                (COVER.replace("Version: 1", "Version: two"),
+                 "is not a number"),
+                (COVER.replace("Version: 1", "Version: 2"),
+                 "no 'Changes in v2:'"),
+                (COVER.replace("0123456789ab", "x"), "is not b4's form"),
+                (COVER.replace("Cc:", "Bcc:"), "want 'Key: value'"),
+                (COVER.split("\n\n")[0] + "\n\nToo short.\n",
+                 "does not explain")):
+            p = self.make(series, patches, {"t": cover})
+            self.assertTrue(any(want in x for x in p), (want, p))
+        ok = COVER.replace("Version: 1", "Version: 2") + \
+            "\nChanges in v2:\n- one\n"
+        self.assertEqual(self.make(series, patches, {"t": ok}), [])
+
+    def test_follow_up_is_rfc_and_needs_its_topic(self):
+        series = ("# section: t (upstream)\nt/0001-foo-fix-bar.patch\n"
+                  "# section: t/kunit (upstream)\nt/kunit/0001-foo-test.patch\n")
+        patches = {"t/0001-foo-fix-bar.patch": mail("foo: fix bar"),
+                   "t/kunit/0001-foo-test.patch": mail("foo: test")}
+        p = self.make(series, patches, {"t/kunit": COVER.replace(
+            "Cc:", "Needs: t\nCc:")})
+        self.assertTrue(any("marked 'Prefix: RFC'" in x for x in p), p)
+        p = self.make(series, patches, {"t/kunit": COVER.replace(
+            "Cc:", "Prefix: RFC\nCc:")})
+        self.assertTrue(any("says 'Needs: t'" in x for x in p), p)
 
     def test_project_series_is_consistent(self):
         self.assertEqual(lk.check_series(TOP), [])
+
+
+class Topics(unittest.TestCase):
+    """do_topics(): each topic applies to the base alone, its follow-up on
+    top of it, and the topics in any order give the same tree."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.repo = os.path.join(self.dir, "repo")
+        os.makedirs(self.repo)
+        self.git("init", "-q")
+        for name in ("a.c", "b.c"):
+            write(os.path.join(self.repo, name),
+                  "".join("line %d\n" % i for i in range(1, 30)))
+        self.git("add", ".")
+        self.git("commit", "-q", "-m", "base")
+        self.git("tag", "v4.20")
+        self.series = os.path.join(self.dir, "s")
+
+    def git(self, *args, **kw):
+        return subprocess.run(
+            ["git", "-C", self.repo, "-c", "user.name=y2038 Series Team",
+             "-c", "user.email=y2038-series@example.org"] + list(args),
+            env=lk.clean_env(), check=True, universal_newlines=True,
+            stdout=subprocess.PIPE, **kw).stdout
+
+    def patch(self, start, name, old, new, subject):
+        """The mail of a commit on start that replaces old by new in name."""
+        self.git("checkout", "-q", "-f", "--detach", start)
+        path = os.path.join(self.repo, name)
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
+        self.git("commit", "-q", "-a", "-m", subject + "\n\nOne.\nTwo.\n"
+                 "Three.\n\nSigned-off-by: " + IDENT)
+        return self.git("rev-parse", "HEAD").strip(), self.git(
+            "format-patch", "--stdout", "-1")
+
+    def check(self, layout):
+        """layout: [(section, [mail, ...])]; the results of do_topics."""
+        lines = []
+        for sec, mails in layout:
+            lines.append("# section: %s (upstream)" % sec)
+            for i, text in enumerate(mails, 1):
+                rel = "%s/%04d-p.patch" % (sec, i)
+                write(os.path.join(self.series, "patches", rel), text)
+                lines.append(rel)
+        write(os.path.join(self.series, "series"), "\n".join(lines) + "\n")
+        results = lk.Results()
+        lk.do_topics(mock.Mock(series_dir=self.series), results, self.repo,
+                     lk.read_series(self.series))
+        return {name: status for status, name, *_ in results.rows}
+
+    def test_independent_topics_pass(self):
+        _, a = self.patch("v4.20", "a.c", "line 3\n", "line three\n", "a: 1")
+        c, b = self.patch("v4.20", "b.c", "line 3\n", "line three\n", "b: 1")
+        _, k = self.patch(c, "b.c", "line 20\n", "line twenty\n", "b: t")
+        self.assertEqual(self.check([("a", [a]), ("b", [b]),
+                                     ("b/kunit", [k])]), {
+            "topic a": "PASS", "topic b": "PASS", "topic b/kunit": "PASS",
+            "topics in any order": "PASS"})
+
+    def test_a_topic_that_needs_another_fails(self):
+        c, a = self.patch("v4.20", "a.c", "line 3\n", "line three\n", "a: 1")
+        # made on top of topic a: its context is a's line
+        _, b = self.patch(c, "a.c", "line three\nline 4\n",
+                          "line three\nline four\n", "b: 1")
+        got = self.check([("a", [a]), ("b", [b])])
+        self.assertEqual(got["topic a"], "PASS")
+        self.assertEqual(got["topic b"], "FAIL")
+        self.assertEqual(got["topics in any order"], "FAIL")
+
+    def test_a_follow_up_that_does_not_fit_its_topic_fails(self):
+        _, a = self.patch("v4.20", "a.c", "line 3\n", "line three\n", "a: 1")
+        _, k = self.patch("v4.20", "a.c", "line 3\n", "line 3b\n", "a: t")
+        got = self.check([("a", [a]), ("a/kunit", [k])])
+        self.assertEqual(got["topic a"], "PASS")
+        self.assertEqual(got["topic a/kunit"], "FAIL")
+
+
+class HeaderUsers(unittest.TestCase):
+    """A patch of headers alone builds the objects of their users."""
+
+    def test_direct_and_one_header_removed_users(self):
+        with tempfile.TemporaryDirectory() as d:
+            files = {
+                "include/linux/x.h": "int x(void);\n",
+                "kernel/a.c": "#include <linux/x.h>\n",
+                "kernel/sched/sched.h": "#include <linux/x.h>\n",
+                "kernel/sched/core.c": '#include "sched.h"\n',
+                # "sched.h" of another directory is another header
+                "drivers/y/sched.c": '#include "sched.h"\n',
+                "drivers/y/sched.h": "\n",
+                "fs/b.c": "#  include <linux/xy.h>\n",
+                "arch/arm/kernel/c.c": "#include <linux/x.h>\n",
+                "arch/x86/include/asm/z.h": "\n",
+                "arch/x86/kernel/d.c": "#include <asm/z.h>\n",
+            }
+            for name, text in files.items():
+                write(os.path.join(d, name), text)
+            subprocess.run(["git", "init", "-q", d], check=True)
+            subprocess.run(["git", "-C", d, "add", "."], check=True)
+            self.assertEqual(lk.header_users(d, ["include/linux/x.h"], "x86"),
+                             ["kernel/a.c", "kernel/sched/core.c"])
+            self.assertEqual(lk.header_users(d, ["arch/x86/include/asm/z.h"],
+                                             "x86"), ["arch/x86/kernel/d.c"])
+            self.assertEqual(lk.header_users(d, ["include/linux/x.h"], "x86",
+                                             depth=1), ["kernel/a.c"])
 
 
 class TouchedGoals(unittest.TestCase):
@@ -516,7 +728,7 @@ class TestStages(unittest.TestCase):
     stage when it builds nothing; never twice, never not at all."""
 
     def checkpatch_runs(self, *flags):
-        runs = []
+        runs, topics = [], []
 
         def fake_check(args, results, tree, entries, commits,
                        checkpatch=True):
@@ -534,9 +746,13 @@ class TestStages(unittest.TestCase):
                 mock.patch.object(lk, "do_build", fake_build), \
                 mock.patch.object(lk, "do_checkpatch",
                                   lambda *a: runs.append("build")), \
+                mock.patch.object(lk, "do_topics",
+                                  lambda *a: topics.append(len(runs))), \
                 mock.patch.object(lk, "log"):
             lk.main(["--out", d, "test", "--no-qemu", "--no-kunit",
                      "--no-selftest"] + list(flags))
+        # the topics check runs once, whatever else is left out
+        self.assertEqual(len(topics), 1)
         return runs
 
     def test_checkpatch_runs_beside_the_builds(self):
@@ -1014,6 +1230,51 @@ class BaselineStamps(unittest.TestCase):
             TOP, dict(t, defconfig="vexpress_defconfig")), stamp)
 
 
+class KconfigOnlyPrerequisites(unittest.TestCase):
+    """A prerequisite patch that only adds options that are off by default
+    counts for the baselines of the targets that set one of them only."""
+
+    def patch(self, *hunks):
+        return "".join("diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n%s"
+                       % (f, f, f, f, body) for f, body in hunks)
+
+    def test_options_without_default_are_returned(self):
+        p = self.patch(("arch/Kconfig", "+config ARCH_HAS_64BIT_TIME\n"
+                        "+\tbool\n"),
+                       ("arch/x86/Kconfig.debug", "+config X86_T\n+\tbool "
+                        "\"t\"\n+\tselect ARCH_HAS_64BIT_TIME\n"))
+        self.assertEqual(lk.kconfig_only_options(p),
+                         ["ARCH_HAS_64BIT_TIME", "X86_T"])
+
+    def test_anything_else_counts_for_every_target(self):
+        for p in (self.patch(("arch/Kconfig", "+config A\n+\tdef_bool y\n")),
+                  self.patch(("arch/Kconfig", "+config A\n+\tdefault y\n")),
+                  self.patch(("arch/Kconfig", "-\tdefault n\n+config A\n")),
+                  self.patch(("arch/Kconfig", "+config A\n"),
+                             ("kernel/a.c", "+int a;\n")),
+                  "no diff at all\n"):
+            self.assertIsNone(lk.kconfig_only_options(p), p)
+
+    def test_the_project_build_test_switch_is_only_i386_time64s(self):
+        entries = [e for e in lk.read_series(TOP) if not e.upstream and
+                   "64bit-time" in e.path]
+        self.assertEqual(len(entries), 1)
+        with open(os.path.join(TOP, "patches", entries[0].path)) as f:
+            self.assertIn("X86_32_64BIT_TIME_BUILD_TEST",
+                          lk.kconfig_only_options(f.read()) or [])
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copytree(os.path.join(TOP, "patches"),
+                            os.path.join(d, "patches"))
+            with open(os.path.join(TOP, "series")) as f:
+                write(os.path.join(d, "series"),
+                      f.read().replace(entries[0].path + "\n", ""))
+            for name, same in (("i386-defconfig", True), ("x86_64", True),
+                               ("i386-time64", False)):
+                t = lk.load_target(name)
+                self.assertEqual(lk.baseline_stamp(TOP, t) ==
+                                 lk.baseline_stamp(d, t), same, name)
+
+
 class GuestTargets(unittest.TestCase):
     """The guests' kernels are the defconfig targets less guest.config."""
 
@@ -1208,6 +1469,46 @@ def have_base():
         return lk.find_base(allow_download=False)[1] == "git"
     except lk.Failure:
         return False
+
+
+def applied_tree():
+    """$LK_OUT/tree when it holds the series (as `lk test` leaves it)."""
+    tree = os.path.join(lk.out_dir(None), "tree")
+    r = subprocess.run(["git", "-C", tree, "symbolic-ref", "-q", "HEAD"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       universal_newlines=True)
+    return tree if r.stdout.strip() == "refs/heads/series" else None
+
+
+CROSS_CC = ("aarch64-linux-gnu-gcc", "arm-linux-gnueabihf-gcc")
+
+
+@unittest.skipIf(QUICK, "--quick: no tests that need the applied tree")
+class SelftestsOtherArchitectures(unittest.TestCase):
+    """The selftests the guests run build for arm and arm64 user space too:
+    nothing in them is x86-only without a fallback."""
+
+    def test_every_listed_selftest_compiles_for_arm_and_arm64(self):
+        tree = applied_tree()
+        if tree is None:
+            self.skipTest("no applied series in $LK_OUT/tree (lk apply)")
+        sys.path.insert(0, HERE)
+        import lk_qemu
+        specs = lk_qemu.read_selftests()
+        self.assertTrue(specs)
+        for cc in CROSS_CC:
+            if not shutil.which(cc):
+                self.fail("%s is not installed (scripts/packages.txt)" % cc)
+            for spec in specs:
+                with self.subTest(cc=cc, test=spec.name):
+                    r = subprocess.run(
+                        [cc, "-O2", "-Wall", "-Werror", "-pthread", "-c",
+                         "-o", os.devnull, "-I",
+                         os.path.join(tree, "tools", "testing", "selftests"),
+                         os.path.join(tree, spec.source)],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        universal_newlines=True)
+                    self.assertEqual(r.returncode, 0, r.stdout[-2000:])
 
 
 CANNED_KTAP = """\
@@ -1474,7 +1775,8 @@ class CheckpatchExceptions(unittest.TestCase):
     def test_the_project_file_names_patches_of_the_series(self):
         allow = lk.checkpatch_exceptions()
         self.assertTrue(allow)
-        upstream = {e.path for e in lk.read_series(lk.TOP) if e.upstream}
+        upstream = {lk.patch_key(e.path) for e in lk.read_series(lk.TOP)
+                    if e.upstream}
         for path, excs in allow.items():
             self.assertIn(path, upstream, excs[0].lineno)
             for e in excs:
@@ -1624,9 +1926,10 @@ class BrokenPatches(unittest.TestCase):
         with open(os.path.join(TOP, "series")) as f:
             series = re.split(r"(?m)^# section: .*\(upstream\)$",
                               f.read())[0]
-        series += "\n# section: broken (upstream)\nupstream/%s\n" % name
+        series += "\n# section: broken (upstream)\nbroken/0001-%s\n" % name
         write(os.path.join(d, "series"), series)
-        write(os.path.join(d, "patches", "upstream", name), text)
+        write(os.path.join(d, "patches", "broken", "0001-" + name), text)
+        write(os.path.join(d, "patches", "broken", "cover-letter"), COVER)
         return d
 
     def lk(self, *args):
@@ -1649,7 +1952,7 @@ class BrokenPatches(unittest.TestCase):
                             "--no-kunit", "--no-qemu",
                             "--target", "um-defconfig")
         self.assertNotEqual(code, 0, out)
-        self.assertIn("patches/upstream/%s does not apply" % name, out)
+        self.assertIn("patches/broken/0001-%s does not apply" % name, out)
         self.assertIn("lib/bcd.c", out)
         self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
 
@@ -1667,7 +1970,7 @@ class BrokenPatches(unittest.TestCase):
                             "--target", "um-defconfig",
                             "--goal", "lib/bcd.o")
         self.assertNotEqual(code, 0, out)
-        self.assertRegex(out, r"FAIL: build x86_64: upstream/%s - make "
+        self.assertRegex(out, r"FAIL: build x86_64: broken/0001-%s - make "
                          r"lib/bcd.o failed: .*lib/bcd.c:\d+:\d+: error"
                          % re.escape(name))
         self.assertRegex(out, r"FAIL: build: um-defconfig - make lib/bcd.o "
@@ -1693,16 +1996,17 @@ class BrokenPatches(unittest.TestCase):
         names = ("lib-break-the-build-for-a-while.patch",
                  "lib-mend-the-build.patch")
         d = self.series_with(names[0], first)
-        write(os.path.join(d, "patches", "upstream", names[1]), second)
+        write(os.path.join(d, "patches", "broken", "0002-" + names[1]),
+              second)
         with open(os.path.join(d, "series"), "a") as f:
-            f.write("upstream/%s\n" % names[1])
+            f.write("broken/0002-%s\n" % names[1])
         code, out = self.lk("--series-dir", d, "test", "--no-build",
                             "--no-selftest", "--no-kunit",
                             "--bisect-target", "x86_64")
         self.assertNotEqual(code, 0, out)
-        self.assertRegex(out, r"FAIL: build x86_64: upstream/%s - make "
+        self.assertRegex(out, r"FAIL: build x86_64: broken/0001-%s - make "
                          r"lib/bcd.o failed" % re.escape(names[0]))
-        self.assertIn("PASS: build x86_64: upstream/%s" % names[1], out)
+        self.assertIn("PASS: build x86_64: broken/0002-%s" % names[1], out)
         self.assertOnSeries()
 
     def test_patch_with_a_new_compiler_warning(self):
@@ -1737,40 +2041,88 @@ class BrokenPatches(unittest.TestCase):
         code, out = self.lk("--series-dir", d, "check", "--bisect-target",
                             "x86_64")
         self.assertNotEqual(code, 0, out)
-        self.assertIn("PASS: build x86_64: upstream/%s" % name, out)
-        self.assertRegex(out, r"FAIL: sparse: upstream/%s - 1 new warning.*"
+        self.assertIn("PASS: build x86_64: broken/0001-%s" % name, out)
+        self.assertRegex(out, r"FAIL: sparse: broken/0001-%s - 1 new warning.*"
                          r"lk_sparse_probe" % re.escape(name))
         self.assertOnSeries()
 
-    def test_send_resigns_with_the_senders_identity(self):
-        text = self.commit_patch("lib/bcd.c", lambda t: t + "\n",
-                                 "lib: a patch to send")
-        d = self.series_with("lib-a-patch-to-send.patch", text)
+    @unittest.skipUnless(shutil.which("b4"), "b4 is not installed")
+    def test_send_prepares_b4_branches_and_mails(self):
+        one = self.commit_patch("lib/bcd.c", lambda t: t + "\n",
+                                "lib: a patch to send")
+        two = self.commit_patch("lib/bcd.c", lambda t: t + "\n\n",
+                                "lib: a follow-up to send", start="t")
+        d = self.series_with("lib-a-patch-to-send.patch", one)
+        with open(os.path.join(d, "series"), "a") as f:
+            f.write("# section: broken/kunit (upstream)\n"
+                    "broken/kunit/0001-lib-a-follow-up-to-send.patch\n")
+        write(os.path.join(d, "patches", "broken", "kunit",
+                           "0001-lib-a-follow-up-to-send.patch"), two)
+        write(os.path.join(d, "patches", "broken", "kunit", "cover-letter"),
+              COVER.replace("Subject: t: a topic", "Subject: t: its tests")
+              .replace("Cc:", "Prefix: RFC\nNeeds: broken\nCc:"))
         cfg = os.path.join(self.work, "sender.gitconfig")
         write(cfg, "[user]\n\tname = Jane Sender\n\temail = jane@example.org\n")
         env = dict(os.environ, GIT_CONFIG_GLOBAL=cfg)
-        r = subprocess.run([sys.executable, LK, "--no-download", "--out",
-                            self.out, "--series-dir", d, "send"], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True)
+        mails = os.path.join(self.work, "mails")
+
+        def send(*args):
+            return subprocess.run(
+                [sys.executable, LK, "--no-download", "--out", self.out,
+                 "--series-dir", d, "send", "-o", mails] + list(args),
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                universal_newlines=True)
+        r = send("nosuchtopic")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("no topic nosuchtopic in series", r.stdout)
+        r = send()
         self.assertEqual(r.returncode, 0, r.stdout)
-        outgoing = os.path.join(self.out, "outgoing")
-        mails = sorted(os.listdir(outgoing))
-        # a cover letter and every upstream-bound patch, ours the last
-        upstream = [e for e in lk.read_series(d) if e.upstream]
-        self.assertEqual(len(mails), 1 + len(upstream), mails)
-        self.assertTrue(mails[-1].endswith("-lib-a-patch-to-send.patch"),
-                        mails)
-        for mail_name in mails[1:]:
-            with open(os.path.join(outgoing, mail_name)) as f:
-                text = f.read()
-            self.assertIn("From: Jane Sender <jane@example.org>", text,
-                          mail_name)
-            self.assertIn("Signed-off-by: Jane Sender <jane@example.org>",
-                          text, mail_name)
-            self.assertNotIn("Signed-off-by: " + IDENT, text, mail_name)
-        with open(os.path.join(outgoing, mails[0])) as f:
-            self.assertIn("base-commit: " + lk.V420_COMMIT, f.read())
+        # git am of the mails gives the series' tree, for the topic and
+        # for its follow-up on top of it
+        self.assertIn("PASS: send: broken (1 patches)", r.stdout)
+        self.assertIn("PASS: send: broken/kunit (1 patches)", r.stdout)
+        self.assertIn("PASS: send: checkpatch broken", r.stdout)
+        self.assertRegex(r.stdout, r"(?m)^send: broken: Cc: list@example"
+                         r"\.org, ")
+        self.assertIn("git checkout b4/broken && b4 send", r.stdout)
+        topic = os.listdir(os.path.join(mails, "broken"))
+        follow = os.listdir(os.path.join(mails, "broken-kunit"))
+        self.assertEqual(len([m for m in topic if m.endswith(".eml")]), 1)
+        with open(os.path.join(mails, "broken", sorted(topic)[0])) as f:
+            text = f.read()
+        self.assertIn("From: Jane Sender <jane@example.org>", text)
+        self.assertIn("Subject: [PATCH] lib: a patch to send", text)
+        self.assertIn("Signed-off-by: Jane Sender <jane@example.org>", text)
+        self.assertNotIn("Signed-off-by: " + IDENT, text)
+        self.assertIn("\nbase-commit: %s\n" % lk.V420_COMMIT, text)
+        self.assertIn("change-id: 20261205-t-0123456789ab", text)
+        self.assertIn("What the topic does.", text)     # the cover's text
+        with open(os.path.join(mails, "broken-kunit", sorted(
+                m for m in follow if m.endswith(".eml"))[0])) as f:
+            text = f.read()
+        self.assertIn("Subject: [PATCH RFC] lib: a follow-up to send", text)
+        self.assertIn("base-commit: %s\nprerequisite-patch-id: "
+                      % lk.V420_COMMIT, text)
+        self.assertIn('"t: a topic"', text)
+        # -v 2 wants a changelog first, and then records the version
+        r = send("-v", "2", "broken")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("add a 'Changes in v2:' paragraph", r.stdout)
+        for sec in ("broken", "broken/kunit"):
+            with open(os.path.join(d, "patches", sec, "cover-letter"),
+                      "a") as f:
+                f.write("\nChanges in v2:\n- nothing but the version\n")
+        r = send("-v", "2", "broken")
+        self.assertEqual(r.returncode, 0, r.stdout)
+        with open(os.path.join(d, "patches", "broken", "cover-letter")) as f:
+            self.assertIn("Version: 2\n", f.read())
+        topic = sorted(os.listdir(os.path.join(mails, "broken")))
+        with open(os.path.join(mails, "broken", topic[0])) as f:
+            text = f.read()
+        self.assertIn("Subject: [PATCH v2] lib: a patch to send", text)
+        self.assertIn("Changes in v2:", text)
+        r = send("-v", "1", "broken")
+        self.assertIn("would go back", r.stdout)
         self.assertOnSeries()
 
     def test_patch_with_a_checkpatch_error(self):
@@ -1782,10 +2134,10 @@ class BrokenPatches(unittest.TestCase):
                             "--no-kunit", "--no-build",
                             "--bisect-target", "x86_64")
         self.assertNotEqual(code, 0, out)
-        self.assertIn("FAIL: checkpatch: upstream/%s" % name, out)
+        self.assertIn("FAIL: checkpatch: broken/0001-%s" % name, out)
         self.assertIn("TRAILING_WHITESPACE", out)
         # Everything else about the patch is fine: only checkpatch fails.
-        self.assertIn("PASS: build x86_64: upstream/%s" % name, out)
+        self.assertIn("PASS: build x86_64: broken/0001-%s" % name, out)
         self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
         self.assertOnSeries()
 
@@ -1798,7 +2150,7 @@ class BrokenPatches(unittest.TestCase):
                             "test", "--no-check", "--no-selftest",
                             "--no-kunit", "--no-qemu")
         self.assertNotEqual(code, 0, out)
-        self.assertIn("patches/upstream/%s: no Signed-off-by" % name, out)
+        self.assertIn("patches/broken/0001-%s: no Signed-off-by" % name, out)
 
 
 if __name__ == "__main__":
