@@ -386,6 +386,21 @@ class HeaderUsers(unittest.TestCase):
             self.assertEqual(lk.header_users(d, ["include/linux/x.h"], "x86",
                                              depth=1), ["kernel/a.c"])
 
+    def test_objects_only_leaves_out_a_directory_it_cannot_tell(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, "kernel", "Makefile"), "obj-y += a.o\n")
+            write(os.path.join(d, "drivers", "z", "Makefile"),
+                  "z-objs := z1.o z2.o\nobj-$(CONFIG_Z) += z.o\n")
+            write(os.path.join(d, "b", ".config"), "CONFIG_Z=y\n")
+            users = ["kernel/a.c", "drivers/z/z1.c"]
+            dirs = ["drivers/z/", "kernel/"]
+            self.assertEqual(lk.patch_goals(d, os.path.join(d, "b"), dirs,
+                                            users, None, objects_only=True),
+                             ["kernel/a.o"])
+            self.assertEqual(lk.patch_goals(d, os.path.join(d, "b"), dirs,
+                                            users, None),
+                             ["drivers/z/", "kernel/a.o"])
+
 
 class TouchedGoals(unittest.TestCase):
     def test_sources_give_their_directories(self):
