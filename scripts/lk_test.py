@@ -2065,8 +2065,9 @@ class BrokenPatches(unittest.TestCase):
     def test_send_prepares_b4_branches_and_mails(self):
         one = self.commit_patch("lib/bcd.c", lambda t: t + "\n",
                                 "lib: a patch to send")
-        two = self.commit_patch("lib/bcd.c", lambda t: t + "\n\n",
-                                "lib: a follow-up to send", start="t")
+        two = self.commit_patch("lib/bcd.c", lambda t: t.replace(
+            "EXPORT_SYMBOL(_bcd2bin);", "EXPORT_SYMBOL(_bcd2bin);\n"
+            "/* followed up */"), "lib: a follow-up to send", start="t")
         d = self.series_with("lib-a-patch-to-send.patch", one)
         with open(os.path.join(d, "series"), "a") as f:
             f.write("# section: broken/kunit (upstream)\n"
@@ -2097,13 +2098,18 @@ class BrokenPatches(unittest.TestCase):
         self.assertIn("PASS: send: broken (1 patches)", r.stdout)
         self.assertIn("PASS: send: broken/kunit (1 patches)", r.stdout)
         self.assertIn("PASS: send: checkpatch broken", r.stdout)
-        self.assertRegex(r.stdout, r"(?m)^send: broken: Cc: list@example"
-                         r"\.org, ")
+        # the cover letter's own list, beside get_maintainer.pl's
+        self.assertRegex(r.stdout, r"(?m)^send: broken: (To|Cc): .*"
+                         r"list@example\.org")
+        self.assertRegex(r.stdout, r"(?m)^send: broken: (To|Cc): .*"
+                         r"linux-kernel@vger\.kernel\.org")
         self.assertIn("git checkout b4/broken && b4 send", r.stdout)
-        topic = os.listdir(os.path.join(mails, "broken"))
-        follow = os.listdir(os.path.join(mails, "broken-kunit"))
-        self.assertEqual(len([m for m in topic if m.endswith(".eml")]), 1)
-        with open(os.path.join(mails, "broken", sorted(topic)[0])) as f:
+        def eml(sec):
+            return sorted(m for m in os.listdir(os.path.join(mails, sec))
+                          if m.endswith(".eml"))
+        topic, follow = eml("broken"), eml("broken-kunit")
+        self.assertEqual(len(topic), 1)    # one patch: no 0000 cover
+        with open(os.path.join(mails, "broken", topic[0])) as f:
             text = f.read()
         self.assertIn("From: Jane Sender <jane@example.org>", text)
         self.assertIn("Subject: [PATCH] lib: a patch to send", text)
@@ -2112,8 +2118,7 @@ class BrokenPatches(unittest.TestCase):
         self.assertIn("\nbase-commit: %s\n" % lk.V420_COMMIT, text)
         self.assertIn("change-id: 20261205-t-0123456789ab", text)
         self.assertIn("What the topic does.", text)     # the cover's text
-        with open(os.path.join(mails, "broken-kunit", sorted(
-                m for m in follow if m.endswith(".eml"))[0])) as f:
+        with open(os.path.join(mails, "broken-kunit", follow[0])) as f:
             text = f.read()
         self.assertIn("Subject: [PATCH RFC] lib: a follow-up to send", text)
         self.assertIn("base-commit: %s\nprerequisite-patch-id: "
@@ -2131,8 +2136,7 @@ class BrokenPatches(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout)
         with open(os.path.join(d, "patches", "broken", "cover-letter")) as f:
             self.assertIn("Version: 2\n", f.read())
-        topic = sorted(os.listdir(os.path.join(mails, "broken")))
-        with open(os.path.join(mails, "broken", topic[0])) as f:
+        with open(os.path.join(mails, "broken", eml("broken")[0])) as f:
             text = f.read()
         self.assertIn("Subject: [PATCH v2] lib: a patch to send", text)
         self.assertIn("Changes in v2:", text)
