@@ -47,6 +47,11 @@ def write(path, text):
         f.write(text)
 
 
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
 def mail(subject, body="Explain the problem.\nExplain the effect.\n"
          "Explain the change.\nNot for upstream: a test.\n", sob=IDENT,
          author=IDENT):
@@ -1495,6 +1500,19 @@ def applied_tree():
     return tree if r.stdout.strip() == "refs/heads/series" else None
 
 
+def applied_selftests(testcase):
+    """The applied tree and the selftests configs/selftests.txt lists;
+    skips the test case when `lk apply` has not run."""
+    tree = applied_tree()
+    if tree is None:
+        testcase.skipTest("no applied series in $LK_OUT/tree (lk apply)")
+    sys.path.insert(0, HERE)
+    import lk_qemu
+    specs = lk_qemu.read_selftests()
+    testcase.assertTrue(specs)
+    return tree, specs
+
+
 CROSS_CC = ("aarch64-linux-gnu-gcc", "arm-linux-gnueabihf-gcc")
 
 
@@ -1504,13 +1522,7 @@ class SelftestsOtherArchitectures(unittest.TestCase):
     nothing in them is x86-only without a fallback."""
 
     def test_every_listed_selftest_compiles_for_arm_and_arm64(self):
-        tree = applied_tree()
-        if tree is None:
-            self.skipTest("no applied series in $LK_OUT/tree (lk apply)")
-        sys.path.insert(0, HERE)
-        import lk_qemu
-        specs = lk_qemu.read_selftests()
-        self.assertTrue(specs)
+        tree, specs = applied_selftests(self)
         for cc in CROSS_CC:
             if not shutil.which(cc):
                 self.fail("%s is not installed (scripts/packages.txt)" % cc)
@@ -1524,6 +1536,95 @@ class SelftestsOtherArchitectures(unittest.TestCase):
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                         universal_newlines=True)
                     self.assertEqual(r.returncode, 0, r.stdout[-2000:])
+
+
+def kselftest_targets(makefile_text):
+    """The TARGETS that tools/testing/selftests/Makefile lists."""
+    targets = []
+    for line in makefile_text.splitlines():
+        m = re.match(r"^\s*TARGETS\s*\+?=\s*(.*)$", line)
+        if m:
+            targets += m.group(1).split()
+    return targets
+
+
+def kselftest_target_of(source, targets):
+    """The kselftest TARGET whose directory holds SOURCE (the longest one:
+    filesystems/binderfs rather than filesystems), or None."""
+    prefix = "tools/testing/selftests/"
+    if not source.startswith(prefix):
+        return None
+    d = os.path.dirname(source[len(prefix):])
+    best = None
+    for t in targets:
+        if (d == t or d.startswith(t + "/")) and (
+                best is None or len(t) > len(best)):
+            best = t
+    return best
+
+
+@unittest.skipIf(QUICK, "--quick: no tests that need the applied tree")
+class StandardKselftestBuild(unittest.TestCase):
+    """Every selftest the guests run is a kselftest: `make headers_install`
+    and `make -C tools/testing/selftests TARGETS=...`, as a user runs them
+    on a copy of the series' tree, build it where its directory's Makefile
+    puts it, without a warning from its source."""
+
+    def test_target_of_a_source(self):
+        targets = ["filesystems", "filesystems/binderfs", "futex", "net"]
+        self.assertEqual(kselftest_target_of(
+            "tools/testing/selftests/filesystems/binderfs/t.c", targets),
+            "filesystems/binderfs")
+        self.assertEqual(kselftest_target_of(
+            "tools/testing/selftests/futex/functional/f.c", targets),
+            "futex")
+        self.assertIsNone(kselftest_target_of(
+            "tools/testing/selftests/netfilter/n.c", targets))
+        self.assertIsNone(kselftest_target_of("kernel/x.c", targets))
+        self.assertEqual(kselftest_targets(
+            "TARGETS = aio\nTARGETS += android\n#TARGETS += no\n"),
+            ["aio", "android"])
+
+    def test_make_builds_every_listed_selftest(self):
+        tree, specs = applied_selftests(self)
+        tmp = tempfile.mkdtemp(prefix="lk-kselftest-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        archive = subprocess.Popen(["git", "-C", tree, "archive", "HEAD"],
+                                   stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", tmp], stdin=archive.stdout,
+                       check=True)
+        self.assertEqual(archive.wait(), 0)
+        st = os.path.join(tmp, "tools", "testing", "selftests")
+        with open(os.path.join(st, "Makefile")) as f:
+            targets = kselftest_targets(f.read())
+        wanted = {}
+        for spec in specs:
+            t = kselftest_target_of(spec.source, targets)
+            self.assertIsNotNone(t, "%s is in no TARGETS directory of "
+                                 "tools/testing/selftests/Makefile"
+                                 % spec.source)
+            wanted[spec.source] = t
+        log = os.path.join(tmp, "make.log")
+        with open(log, "w") as f:
+            r = subprocess.run(["make", "-s", "headers_install"], cwd=tmp,
+                               stdout=f, stderr=subprocess.STDOUT)
+            self.assertEqual(r.returncode, 0, read(log)[-2000:])
+            r = subprocess.run(
+                ["make", "-C", st,
+                 "TARGETS=" + " ".join(sorted(set(wanted.values())))],
+                stdout=f, stderr=subprocess.STDOUT)
+        text = read(log)
+        self.assertEqual(r.returncode, 0, text[-3000:])
+        for source in wanted:
+            with self.subTest(test=source):
+                program = os.path.join(tmp, source[:-2])
+                self.assertTrue(os.access(program, os.X_OK),
+                                "make did not build %s" % source[:-2])
+                base = os.path.basename(source)
+                warnings = [l for l in text.splitlines()
+                            if re.match(r"^(.*/)?%s:\d+:(\d+:)? warning:"
+                                        % re.escape(base), l)]
+                self.assertEqual(warnings, [])
 
 
 CANNED_KTAP = """\
