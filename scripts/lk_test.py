@@ -1538,6 +1538,129 @@ class SelftestsOtherArchitectures(unittest.TestCase):
                     self.assertEqual(r.returncode, 0, r.stdout[-2000:])
 
 
+IFNULLFREE = """\
+/// NULL check before kfree is not needed.
+// Options: --no-includes --include-headers
+virtual report
+@r depends on report@
+expression E;
+position p;
+@@
+* if (E != NULL)
+*	kfree@p(E);
+@script:python depends on report@
+p << r.p;
+@@
+coccilib.report.print_report(p[0], "WARNING: NULL check before kfree")
+"""
+
+
+class CocciReports(unittest.TestCase):
+    """The pieces of `lk cocci` that need no spatch."""
+
+    def test_report_line(self):
+        m = lk.COCCI_REPORT_RE.match(
+            "/w/v/ab/fs/a.c:12:4-9: WARNING: x at line 30")
+        self.assertEqual(m.group(1), "/w/v/ab/fs/a.c")
+        self.assertEqual(m.group(2), "12")
+        self.assertEqual(m.group(3), "WARNING: x at line 30")
+        m = lk.COCCI_REPORT_RE.match("/w/b.c:7: ERROR: y")
+        self.assertEqual((m.group(1), m.group(3)), ("/w/b.c", "ERROR: y"))
+
+    def test_moved_report_is_not_new_but_a_second_one_is(self):
+        k = lk.cocci_key("s.cocci", "WARNING: x on line 30", "  kfree(p);")
+        moved = lk.cocci_key("s.cocci", "WARNING: x on line 41", "kfree(p);")
+        self.assertEqual(k, moved)
+        before = [(k, "a.c:10: WARNING")]
+        self.assertEqual(lk.cocci_new_reports(
+            before, [(moved, "a.c:21: WARNING")]), [])
+        self.assertEqual(lk.cocci_new_reports(
+            before, [(moved, "a.c:21: W"), (k, "a.c:40: W")]), ["a.c:40: W"])
+        other = lk.cocci_key("s.cocci", "WARNING: x", "kfree(q);")
+        self.assertEqual(lk.cocci_new_reports([], [(other, "l")]), ["l"])
+
+    def test_options_and_requires(self):
+        s = lk.CocciScript("x.cocci", "/// t\n// Requires: 1.0.8\n"
+                           "// Options: --no-includes --include-headers\n")
+        self.assertEqual(s.options, ["--no-includes", "--include-headers"])
+        self.assertTrue(s.headers)
+        self.assertEqual(lk.version_tuple(s.requires), (1, 0, 8))
+        self.assertLess(lk.version_tuple("1.0.4"), (1, 0, 8))
+
+
+@unittest.skipIf(QUICK, "--quick: no spatch runs")
+class CocciCheck(unittest.TestCase):
+    """do_cocci() on a small tree: a patch that adds what a semantic patch
+    reports fails, one that moves it or adds nothing passes, a semantic
+    patch spatch cannot run is reported once, and a second run takes the
+    reports from the cache."""
+
+    def setUp(self):
+        if not shutil.which("spatch"):
+            self.fail("spatch is not installed (scripts/packages.txt)")
+        self.dir = tempfile.mkdtemp(prefix="lk-cocci-test-")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        self.repo = os.path.join(self.dir, "tree")
+        write(os.path.join(self.repo, "scripts/coccinelle/free/t.cocci"),
+              IFNULLFREE)
+        write(os.path.join(self.repo, "scripts/coccinelle/misc/bad.cocci"),
+              "@@\nthis is not smpl\n")
+        write(os.path.join(self.repo, "include/linux/kconfig.h"), "\n")
+        write(os.path.join(self.repo, "drv/a.c"),
+              "void f(int *p)\n{\n\tif (p != NULL)\n\t\tkfree(p);\n}\n")
+        write(os.path.join(self.repo, "drv/b.c"), "int g(void)\n{\n"
+              "\treturn 0;\n}\n")
+        self.git("init", "-q")
+        self.git("add", ".")
+        self.git("commit", "-q", "-m", "base")
+        self.git("tag", "v4.20")
+        self.git("checkout", "-q", "-b", "series")
+        self.commit("drv/a.c", "void e(void)\n{\n}\n\n", prepend=True)
+        self.commit("drv/b.c", "void h(int *q)\n{\n\tif (q != NULL)\n"
+                    "\t\tkfree(q);\n}\n")
+        self.commit("README", "text\n")
+        self.entries = [lk.PatchEntry("t/%04d-p.patch" % i, "t", True, i)
+                        for i in (1, 2, 3)]
+
+    def git(self, *args):
+        return subprocess.run(
+            ["git", "-C", self.repo, "-c", "user.name=t",
+             "-c", "user.email=t@example.org"] + list(args),
+            env=lk.clean_env(), check=True, universal_newlines=True,
+            stdout=subprocess.PIPE).stdout
+
+    def commit(self, name, text, prepend=False):
+        path = os.path.join(self.repo, name)
+        old = read(path) if os.path.exists(path) else ""
+        write(path, text + old if prepend else old + text)
+        self.git("add", name)
+        self.git("commit", "-q", "-m", "change " + name)
+
+    def run_cocci(self):
+        results = lk.Results(echo=False)
+        args = mock.Mock(out=os.path.join(self.dir, "out"))
+        lk.do_cocci(args, results, self.repo, self.entries)
+        return {r[1]: r for r in results.rows}
+
+    def test_new_report_fails_moved_one_passes(self):
+        rows = self.run_cocci()
+        self.assertEqual(rows["cocci: t/0001-p.patch"][0], "PASS", rows)
+        self.assertIn("1 report(s) before, 1 after",
+                      rows["cocci: t/0001-p.patch"][2])
+        self.assertEqual(rows["cocci: t/0002-p.patch"][0], "FAIL", rows)
+        self.assertIn("drv/b.c:8:", rows["cocci: t/0002-p.patch"][2])
+        self.assertNotIn("cocci: t/0003-p.patch", rows)
+        bad = [r for r in rows.values() if "bad.cocci" in r[1]]
+        self.assertEqual(len(bad), 1, rows)
+        self.assertEqual(bad[0][0], "SKIP")
+        # Again, from the cache: the same rows, no spatch run for t.cocci.
+        log = os.path.join(self.dir, "out", "logs", "cocci.log")
+        again = self.run_cocci()
+        self.assertEqual({k: v[0] for k, v in again.items()},
+                         {k: v[0] for k, v in rows.items()})
+        self.assertNotIn("t.cocci", read(log))
+
+
 def kselftest_targets(makefile_text):
     """The TARGETS that tools/testing/selftests/Makefile lists."""
     targets = []
