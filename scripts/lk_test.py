@@ -52,6 +52,16 @@ def read(path):
         return f.read()
 
 
+def repo_git(repo, *args, **kw):
+    """git in a test repository, committing as the project identity;
+    returns its output."""
+    return subprocess.run(
+        ["git", "-C", repo, "-c", "user.name=y2038 Series Team",
+         "-c", "user.email=y2038-series@example.org"] + list(args),
+        env=lk.clean_env(), check=True, universal_newlines=True,
+        stdout=subprocess.PIPE, **kw).stdout
+
+
 def mail(subject, body="Explain the problem.\nExplain the effect.\n"
          "Explain the change.\nNot for upstream: a test.\n", sob=IDENT,
          author=IDENT):
@@ -301,11 +311,7 @@ class Topics(unittest.TestCase):
         self.series = os.path.join(self.dir, "s")
 
     def git(self, *args, **kw):
-        return subprocess.run(
-            ["git", "-C", self.repo, "-c", "user.name=y2038 Series Team",
-             "-c", "user.email=y2038-series@example.org"] + list(args),
-            env=lk.clean_env(), check=True, universal_newlines=True,
-            stdout=subprocess.PIPE, **kw).stdout
+        return repo_git(self.repo, *args, **kw)
 
     def patch(self, start, name, old, new, subject):
         """The mail of a commit on start that replaces old by new in name."""
@@ -1623,11 +1629,7 @@ class CocciCheck(unittest.TestCase):
                         for i in (1, 2, 3)]
 
     def git(self, *args):
-        return subprocess.run(
-            ["git", "-C", self.repo, "-c", "user.name=t",
-             "-c", "user.email=t@example.org"] + list(args),
-            env=lk.clean_env(), check=True, universal_newlines=True,
-            stdout=subprocess.PIPE).stdout
+        return repo_git(self.repo, *args)
 
     def commit(self, name, text, prepend=False):
         path = os.path.join(self.repo, name)
