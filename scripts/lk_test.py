@@ -368,6 +368,34 @@ class Topics(unittest.TestCase):
         self.assertEqual(got["topic a/kunit"], "FAIL")
 
 
+    def test_am_trees_gives_the_tree_of_git_am(self):
+        """am_trees() applies without a work tree what git am applies:
+        the same tree, for changed, added, removed and renamed files; None
+        where git am stops (no patch, a patch that does not fit)."""
+        self.git("checkout", "-q", "-f", "--detach", "v4.20")
+        with open(os.path.join(self.repo, "a.c"), "a") as f:
+            f.write("line 30\n")
+        write(os.path.join(self.repo, "new/n.c"), "new\n")
+        self.git("rm", "-q", "b.c")
+        self.git("add", ".")
+        self.git("commit", "-q", "-m", "one\n\nSigned-off-by: " + IDENT)
+        self.git("mv", "new/n.c", "new/m.c")
+        self.git("commit", "-q", "-m", "two\n\nSigned-off-by: " + IDENT)
+        want = self.git("rev-parse", "HEAD^{tree}").strip()
+        mbox = self.git("format-patch", "--stdout", "-M", "v4.20..HEAD")
+        self.git("checkout", "-q", "-f", "--detach", "v4.20")
+        self.git("-c", "user.name=x", "-c", "user.email=x@x", "am", "-q",
+                 input=mbox)
+        self.assertEqual(self.git("rev-parse", "HEAD^{tree}").strip(), want)
+        no_patch = "From 0 Mon Sep 17 00:00:00 2001\nFrom: a <a@b>\n" \
+            "Subject: [PATCH 0/1] cover\n\ntext\n"
+        got = lk.am_trees(self.repo, [("v4.20", mbox), ("HEAD", mbox),
+                                      ("v4.20", no_patch + "\n" + mbox)])
+        self.assertEqual(got, [want, None, None])
+        # the repository's own index and HEAD are left alone
+        self.assertEqual(self.git("status", "--porcelain").strip(), "")
+
+
 class HeaderUsers(unittest.TestCase):
     """A patch of headers alone builds the objects of their users."""
 
