@@ -13,6 +13,7 @@ base tree they are reported as skipped, never as passed.
 import collections
 import importlib.machinery
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -369,9 +370,9 @@ class Topics(unittest.TestCase):
 
 
     def test_am_trees_gives_the_tree_of_git_am(self):
-        """am_trees() applies without a work tree what git am applies:
-        the same tree, for changed, added, removed and renamed files; None
-        where git am stops (no patch, a patch that does not fit)."""
+        # am_trees() applies without a work tree what git am applies: the
+        # same tree, for changed, added, removed and renamed files; None
+        # where git am stops (no patch, a patch that does not fit).
         self.git("checkout", "-q", "-f", "--detach", "v4.20")
         with open(os.path.join(self.repo, "a.c"), "a") as f:
             f.write("line 30\n")
@@ -1240,6 +1241,14 @@ class SelftestOutput(unittest.TestCase):
                           "selftest-qemu: qemu.test_a"])
         self.assertRegex(results.summary(), r"^2 passed, 0 failed")
 
+    def test_outcome_after_a_docstring_is_read(self):
+        log = "test_a (__main__.One.test_a)\n" \
+              "What test_a checks ... ok\n" \
+              "test_b (__main__.One.test_b)\n" \
+              "What test_b checks ... FAIL\n"
+        self.assertEqual(list(lk.unittest_outcomes(log)),
+                         [("One.test_a", "ok"), ("One.test_b", "FAIL")])
+
     def test_skipped_class_is_not_a_lost_outcome(self):
         log = "setUpClass (__main__.Real) ... skipped 'no base tree'\n" \
               "test_a (__main__.One.test_a) ... ok\n" \
@@ -1655,6 +1664,7 @@ class CocciCheck(unittest.TestCase):
         self.commit("README", "text\n")
         self.entries = [lk.PatchEntry("t/%04d-p.patch" % i, "t", True, i)
                         for i in (1, 2, 3)]
+        self.baseline = os.path.join(self.dir, "v4.20.json")
 
     def git(self, *args):
         return repo_git(self.repo, *args)
@@ -1666,10 +1676,12 @@ class CocciCheck(unittest.TestCase):
         self.git("add", name)
         self.git("commit", "-q", "-m", "change " + name)
 
-    def run_cocci(self):
+    def run_cocci(self, record=False):
         results = lk.Results(echo=False)
-        args = mock.Mock(out=os.path.join(self.dir, "out"))
-        lk.do_cocci(args, results, self.repo, self.entries)
+        args = mock.Mock(out=os.path.join(self.dir, "out"),
+                         record_baseline=record)
+        with mock.patch.object(lk, "COCCI_BASELINE", self.baseline):
+            lk.do_cocci(args, results, self.repo, self.entries)
         return {r[1]: r for r in results.rows}
 
     def test_new_report_fails_moved_one_passes(self):
@@ -1689,6 +1701,59 @@ class CocciCheck(unittest.TestCase):
         self.assertEqual({k: v[0] for k, v in again.items()},
                          {k: v[0] for k, v in rows.items()})
         self.assertNotIn("t.cocci", read(log))
+
+    def test_baseline_holds_the_v420_versions(self):
+        rows = self.run_cocci(record=True)
+        self.assertEqual(rows["cocci: t/0001-p.patch"][0], "PASS", rows)
+        with open(self.baseline) as f:
+            data = json.load(f)
+        self.assertEqual(data["spatch"], lk.spatch_version())
+        v420 = {self.git("rev-parse", "v4.20:drv/" + n).strip()
+                for n in ("a.c", "b.c")}
+        [(key, per)] = data["reports"].items()   # bad.cocci cannot run
+        self.assertEqual(set(per), v420)
+        a = self.git("rev-parse", "v4.20:drv/a.c").strip()
+        self.assertEqual(len(per[a]), 1, per)
+        # A fresh work directory: v4.20's reports come from the baseline,
+        # not from spatch; emptied there, patch 1's moved report is new.
+        shutil.rmtree(os.path.join(self.dir, "out"))
+        per[a] = []
+        with open(self.baseline, "w") as f:
+            json.dump(data, f)
+        rows = self.run_cocci()
+        self.assertEqual(rows["cocci: t/0001-p.patch"][0], "FAIL", rows)
+        # Recorded with another spatch: not used.
+        data["spatch"] = "0.0"
+        with open(self.baseline, "w") as f:
+            json.dump(data, f)
+        rows = self.run_cocci()
+        self.assertEqual(rows["cocci: t/0001-p.patch"][0], "PASS", rows)
+
+
+@unittest.skipIf(QUICK, "--quick: no tests that need the applied tree")
+class CocciBaseline(unittest.TestCase):
+    """configs/cocci/v4.20.json holds the reports of exactly the v4.20
+    versions of the files the series touches, made by the spatch that is
+    installed: otherwise CI checks those versions again (correct, but the
+    slowest part of coccicheck), and this says to record it again."""
+
+    def test_committed_baseline_is_current(self):
+        tree = applied_tree()
+        if tree is None:
+            self.skipTest("no applied series in $LK_OUT/tree (lk apply)")
+        if not shutil.which("spatch"):
+            self.fail("spatch is not installed (scripts/packages.txt)")
+        entries = lk.read_series(TOP)
+        upstream = [e for e in entries if e.upstream]
+        _, blobs = lk.cocci_versions(tree, upstream,
+                                     lk.patch_commits(tree, entries))
+        with open(lk.COCCI_BASELINE) as f:
+            data = json.load(f)
+        hint = "; run 'scripts/lk cocci --record-baseline' and commit it"
+        self.assertEqual(data["spatch"], lk.spatch_version(), hint)
+        recorded = set(b for per in data["reports"].values() for b in per)
+        self.assertEqual(recorded, lk.v420_versions(tree, blobs), hint)
+        self.assertGreater(len(data["reports"]), 50, hint)
 
 
 def kselftest_targets(makefile_text):
