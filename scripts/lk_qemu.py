@@ -5,9 +5,10 @@
 Each stage is usable alone; `run` chains them for every guest:
 
   build      compile the selftests of configs/selftests.txt statically for
-             a user-space ABI (64: gcc, 32: i686-linux-gnu-gcc), against the
-             uapi headers exported from the kernel tree, plus the guest /init
-             (scripts/qemu/init.c)
+             a user-space ABI (64: gcc, 32: i686-linux-gnu-gcc, arm64:
+             aarch64-linux-gnu-gcc, arm: arm-linux-gnueabihf-gcc), against
+             the uapi headers exported from the kernel tree, plus the guest
+             /init (scripts/qemu/init.c)
   initramfs  pack /init, /dev/console, the test binaries and a manifest
              into a gzipped cpio (newc) archive
   boot       boot a guest kernel with an initramfs under TCG (never KVM),
@@ -16,7 +17,8 @@ Each stage is usable alone; `run` chains them for every guest:
   run        build + initramfs + boot for the guests in configs/qemu/
 
 Output: one line per result ("PASS: qemu x86_64/64: valid-adjtimex",
-"FAIL: qemu i386/32: foo - exit 1; log at PATH:LINE"), then
+"FAIL: qemu i386/32: foo - exit 1; log at PATH:LINE", "PASS: qemu
+arm64/arm: futex_y2038": guest, then ABI), then
 "N passed, N failed[, N skipped]"; the exit status is 1 on any failure,
 2 when the tool cannot run at all (bad arguments or data files).
 
@@ -26,8 +28,8 @@ Data files:
                               qemu_args, memory, smp, console, append, abis,
                               init_abi, boot_timeout, poweroff_timeout,
                               debug_scale, kmemleak_timeout
-  configs/qemu/abi/<bits>.conf per user-space ABI: cc, headers_arch,
-                              headers_inputs, cflags
+  configs/qemu/abi/<abi>.conf  per user-space ABI (64, 32, arm64, arm):
+                              cc, headers_arch, headers_inputs, cflags
   configs/selftests.txt       which tests, for which ABIs, with which flags
 
 Markers.  The host draws a random token per boot and passes it on the
@@ -161,15 +163,22 @@ def load_guest(name, conf_dir=QEMU_CONF_DIR, overrides=None):
     return g
 
 
-def load_abi(bits, conf_dir=ABI_CONF_DIR):
-    path = os.path.join(conf_dir, "%s.conf" % bits)
+def abi_names(conf_dir=ABI_CONF_DIR):
+    """The user-space ABIs of configs/qemu/abi/ (64, 32, arm64, arm)."""
+    return sorted(fn[:-5] for fn in os.listdir(conf_dir)
+                  if fn.endswith(".conf"))
+
+
+def load_abi(name, conf_dir=ABI_CONF_DIR):
+    path = os.path.join(conf_dir, "%s.conf" % name)
     if not os.path.exists(path):
-        raise Failure("unknown user-space ABI %s (no %s)" % (bits, path))
+        raise Failure("unknown user-space ABI %s (no %s; ABIs: %s)" % (
+            name, path, " ".join(abi_names(conf_dir))))
     a = read_kv(path)
     for key in ("cc", "headers_arch"):
         if not a.get(key):
             raise Failure("%s: missing '%s'" % (path, key))
-    a["bits"] = str(bits)
+    a["name"] = str(name)
     a["cflags"] = shlex.split(a.get("cflags", ""))
     a["headers_inputs"] = a.get("headers_inputs", "").split()
     return a
@@ -180,6 +189,7 @@ TestSpec = collections.namedtuple("TestSpec", "source abis name timeout flags")
 
 def parse_selftests(text, origin="selftests.txt"):
     """Parse configs/selftests.txt: '<source> <abis> [key=value] [-flags]'."""
+    known_abis = abi_names()
     specs = []
     names = set()
     for n, line in enumerate(text.splitlines(), 1):
@@ -192,9 +202,9 @@ def parse_selftests(text, origin="selftests.txt"):
         source, abis = words[0], words[1].split(",")
         if not source.endswith(".c"):
             raise Failure("%s: %s is not a C source" % (where, source))
-        if not all(a in ("32", "64") for a in abis):
-            raise Failure("%s: ABIs are 64 and/or 32, comma-separated, not %r"
-                          % (where, words[1]))
+        if not all(a in known_abis for a in abis):
+            raise Failure("%s: ABIs are some of %s, comma-separated, not %r"
+                          % (where, ", ".join(known_abis), words[1]))
         name = os.path.basename(source)[:-2]
         timeout, flags = DEFAULT_TEST_TIMEOUT, []
         for w in words[2:]:
@@ -337,15 +347,15 @@ def compile_program(abi, source, output, logfile, includes=(), flags=()):
                ["-I" + i for i in includes] +
                ["-o", output, source] + list(flags))
     if run_logged(cmd, logfile):
-        raise Failure("%s did not compile for %s-bit user space; log at %s"
-                      % (source, abi["bits"], logfile))
+        raise Failure("%s did not compile for the %s user-space ABI; log "
+                      "at %s" % (source, abi["name"], logfile))
     return output
 
 
 def build_init(abi, scratch, logfile):
-    """Build scripts/qemu/init.c for abi: <scratch>/bin/<bits>/init."""
+    """Build scripts/qemu/init.c for abi: <scratch>/bin/<abi>/init."""
     return compile_program(abi, INIT_C, os.path.join(
-        scratch, "bin", abi["bits"], "init"), logfile)
+        scratch, "bin", abi["name"], "init"), logfile)
 
 
 Built = collections.namedtuple("Built", "spec abi path")
@@ -361,31 +371,31 @@ def build_tests(specs, abi, scratch, logfile, tree=None, results=None,
     a build failure and left out; a header export failure fails them all.
     """
     results = results if results is not None else Results()
-    bits = abi["bits"]
-    wanted = [s for s in specs if bits in s.abis]
+    name = abi["name"]
+    wanted = [s for s in specs if name in s.abis]
     includes = []
     if wanted and headers and tree:
         try:
             includes = [os.path.join(tree, "tools", "testing", "selftests"),
                         export_headers(tree, abi, scratch, logfile)]
         except (Failure, OSError) as e:
-            results.failed("qemu build/%s: headers" % bits, str(e))
+            results.failed("qemu build/%s: headers" % name, str(e))
             return []
     built = []
     for s in wanted:
         src = s.source if os.path.isabs(s.source) or not tree else \
             os.path.join(tree, s.source)
-        out = os.path.join(scratch, "bin", bits, s.name)
+        out = os.path.join(scratch, "bin", name, s.name)
         try:
             if not os.path.exists(src):
                 raise Failure("no %s (is %s a v4.20 tree?)" % (src, tree))
             compile_program(abi, src, out, logfile, includes, s.flags)
-            built.append(Built(s, bits, out))
+            built.append(Built(s, name, out))
         except (Failure, OSError) as e:
-            results.failed("qemu build/%s: %s" % (bits, s.name), str(e))
+            results.failed("qemu build/%s: %s" % (name, s.name), str(e))
     if wanted:
         if len(built) == len(wanted):
-            results.passed("qemu build/%s" % bits, "%d test%s" % (
+            results.passed("qemu build/%s" % name, "%d test%s" % (
                 len(built), "" if len(built) == 1 else "s"))
     return built
 
@@ -619,7 +629,11 @@ KLINE_RE = re.compile(r"\[\s*\d+\.\d{6}\] (.*)$")
 ISSUE_PATTERNS = [
     ("KASAN", re.compile(r"BUG: KASAN: ")),
     ("UBSAN", re.compile(r"UBSAN: ")),
+    # arm's and arm64's die(): "Internal error: Oops: 817 [#1] SMP ARM",
+    # or "Internal error: Oops - BUG: 0 [#1]" after "kernel BUG at"
+    ("Oops", re.compile(r"^Internal error: ")),
     ("BUG", re.compile(r"(^|\s)BUG: |kernel BUG at ")),
+    # x86: "Oops: 0002 [#1]" or "general protection fault: 0000 [#1]"
     ("Oops", re.compile(r"^Oops: |: [0-9a-f]{4} \[#\d+\]")),
     ("panic", re.compile(r"Kernel panic - not syncing")),
     ("kmemleak", re.compile(r"kmemleak: \d+ new suspected memory leaks")),
@@ -632,6 +646,11 @@ ISSUE_PATTERNS = [
 ]
 # A WARNING counts when a call trace follows within this many lines.
 WARN_TRACE_LINES = 60
+# The first line of a call trace: x86 "Call Trace:", arm64 "Call trace:",
+# arm's unwinder "[<c010f4a4>] (unwind_backtrace) from [<c010bb7c>] ..."
+# (no heading) or its frame-pointer walk "Backtrace:".
+WARN_TRACE_RE = re.compile(r"Call [Tt]race:|^Backtrace:|"
+                           r"^\[<[0-9a-f]{8}>\] \(.*\) from \[<")
 # An Oops line this close to a BUG/KASAN line is the same report.
 SAME_REPORT_LINES = 6
 TAP_RE = re.compile(r"^(not ok|ok)(?=\s|$)\s*(\d+)?\s*(?:- )?([^#]*?)\s*"
@@ -795,7 +814,7 @@ def parse_log(text, log_path=None):
             continue
         msg = km.group(1).strip()
         r.last_kernel_line = msg
-        if pending_warn and "Call Trace:" in msg:
+        if pending_warn and WARN_TRACE_RE.search(msg):
             r.issues.append(pending_warn[0])
             pending_warn = None
         elif pending_warn and n - pending_warn[1] > WARN_TRACE_LINES:
@@ -1105,15 +1124,15 @@ def run_guest(guest, specs, tree, scratch, logs, results, build_root=None,
     scale = guest["debug_scale"] if debug else 1
     built_cache = built_cache if built_cache is not None else {}
     tests = []
-    for bits in guest["abis"]:
-        if bits not in built_cache:
-            abi = load_abi(bits)
-            blog = os.path.join(logs, "qemu-build-%s.log" % bits)
+    for abi_name in guest["abis"]:
+        if abi_name not in built_cache:
+            abi = load_abi(abi_name)
+            blog = os.path.join(logs, "qemu-build-%s.log" % abi_name)
             if os.path.exists(blog):
                 os.unlink(blog)
-            built_cache[bits] = build_tests(specs, abi, scratch, blog, tree,
-                                            results)
-        tests.extend(built_cache[bits])
+            built_cache[abi_name] = build_tests(specs, abi, scratch, blog,
+                                                tree, results)
+        tests.extend(built_cache[abi_name])
     init_key = "init-%s" % guest["init_abi"]
     if init_key not in built_cache:
         blog = os.path.join(logs, "qemu-build-%s.log" % guest["init_abi"])
@@ -1176,8 +1195,9 @@ def main(argv=None):
 
     s = sub.add_parser("build", help="build the selftests and /init")
     common(s, guests=False)
-    s.add_argument("--abi", action="append", choices=("64", "32"),
-                   help="user-space ABI (repeatable; default: both)")
+    s.add_argument("--abi", action="append", choices=abi_names(),
+                   help="user-space ABI of configs/qemu/abi/ (repeatable; "
+                   "default: all)")
     s = sub.add_parser("initramfs", help="pack an initramfs for a guest")
     common(s)
     s.add_argument("-o", "--output", help="default: "
@@ -1209,16 +1229,16 @@ def main(argv=None):
         os.makedirs(logs, exist_ok=True)
         specs = read_selftests(args.tests)
         if args.cmd == "build":
-            for bits in args.abi or ["64", "32"]:
-                abi = load_abi(bits)
-                blog = os.path.join(logs, "qemu-build-%s.log" % bits)
+            for name in args.abi or abi_names():
+                abi = load_abi(name)
+                blog = os.path.join(logs, "qemu-build-%s.log" % name)
                 if os.path.exists(blog):
                     os.unlink(blog)
                 build_tests(specs, abi, scratch, blog, tree, results)
                 try:
                     build_init(abi, scratch, blog)
                 except Failure as e:
-                    results.failed("qemu build/%s: init" % bits, str(e))
+                    results.failed("qemu build/%s: init" % name, str(e))
             log(results.summary())
             return 0 if results.ok() else 1
         overrides = {}
@@ -1242,15 +1262,15 @@ def main(argv=None):
         # initramfs / boot: from binaries that 'build' left in scratch
         for g in guests:
             tests = []
-            for bits in g["abis"]:
+            for abi_name in g["abis"]:
                 for s in specs:
-                    path = os.path.join(scratch, "bin", bits, s.name)
-                    if bits not in s.abis:
+                    path = os.path.join(scratch, "bin", abi_name, s.name)
+                    if abi_name not in s.abis:
                         continue
                     if not os.path.exists(path):
                         raise Failure("no %s: run 'lk_qemu.py build' first"
                                       % path)
-                    tests.append(Built(s, bits, path))
+                    tests.append(Built(s, abi_name, path))
             init = os.path.join(scratch, "bin", g["init_abi"], "init")
             default_rd = os.path.join(scratch, g["name"], "initramfs.cpio.gz")
             if args.cmd == "initramfs":

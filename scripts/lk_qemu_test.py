@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Tests of scripts/lk_qemu.py: the parser on canned serial logs, the data
-files, and real boots of the x86_64 and i386 kernels under TCG.
+files, and real boots of the x86_64, i386, arm64 and arm kernels under TCG.
 
   python3 scripts/lk_qemu_test.py            all tests
   python3 scripts/lk_qemu_test.py --quick    no compiler, no qemu boot
@@ -245,6 +245,47 @@ class Parser(unittest.TestCase):
         rows = judge(canned(one_test("64/t", plain, "exit=0")))
         self.assertEqual(row(rows, "qemu x86_64: kernel log")[0], "PASS")
 
+    def test_arm_and_arm64_warnings_have_their_own_call_traces(self):
+        # arm's unwinder prints no heading, its frame-pointer walk
+        # "Backtrace:", arm64 "Call trace:".
+        for trace in ("[<c010f4a4>] (unwind_backtrace) from [<c010bb7c>] "
+                      "(show_stack+0x10/0x14)",
+                      "Backtrace: ",
+                      "Call trace:"):
+            with self.subTest(trace=trace):
+                warn = textwrap.dedent("""\
+                    [    5.100000] WARNING: CPU: 1 PID: 61 at kernel/time/time.c:1 foo+0x1/0x2
+                    [    5.100001] Modules linked in:
+                    [    5.100002] Hardware name: linux,dummy-virt (DT)
+                    [    5.100003] %s
+                    """) % trace
+                rows = judge(canned(one_test("arm/t", warn, "exit=0")))
+                self.assertIn("WARNING during arm/t: WARNING: CPU: 1",
+                              row(rows, "qemu x86_64: kernel log")[2])
+
+    def test_arm_oops(self):
+        # die() on arm and arm64; after "kernel BUG at", the same report.
+        oops = textwrap.dedent("""\
+            [    5.100000] Unable to handle kernel NULL pointer dereference at virtual address 00000000
+            [    5.100001] pgd = (ptrval)
+            [    5.100002] Internal error: Oops: 817 [#1] SMP ARM
+            [    5.200000] Kernel panic - not syncing: Fatal exception
+            """)
+        rows = judge(canned(one_test("arm/t", oops, None, done=False),
+                            end="status=0 killed=no elapsed=6 start=1 "
+                            "done=-"))
+        kinds = [r[2].split(" during")[0] for r in rows
+                 if r[1] == "qemu x86_64: kernel log"]
+        self.assertEqual(kinds, ["Oops", "panic"])
+        bug = textwrap.dedent("""\
+            [    5.100000] kernel BUG at fs/aio.c:10!
+            [    5.100001] Internal error: Oops - BUG: 0 [#1] PREEMPT SMP
+            """)
+        rows = judge(canned(one_test("arm64/t", bug, "signal=11")))
+        kinds = [r[2].split(" during")[0] for r in rows
+                 if r[1] == "qemu x86_64: kernel log"]
+        self.assertEqual(kinds, ["BUG"])
+
     def test_user_space_text_is_not_a_kernel_report(self):
         out = "BUG: the test says so\nWARNING: user\nKernel panic - joke\n"
         rows = judge(canned(one_test("64/t", out, "exit=0")))
@@ -419,6 +460,35 @@ class DataFiles(unittest.TestCase):
                 self.assertTrue(lk_qemu.load_abi(bits)["cc"])
         self.assertEqual(lk_qemu.load_guest("x86_64")["abis"], ["64", "32"])
         self.assertEqual(lk_qemu.load_guest("i386")["abis"], ["32"])
+        # arm64 runs 32-bit arm programs through AArch32 compat.
+        self.assertEqual(lk_qemu.load_guest("arm64")["abis"],
+                         ["arm64", "arm"])
+        self.assertEqual(lk_qemu.load_guest("arm")["abis"], ["arm"])
+
+    def test_abis(self):
+        self.assertEqual(lk_qemu.abi_names(), ["32", "64", "arm", "arm64"])
+        for name, cc, arch in (("arm", "arm-linux-gnueabihf-gcc", "arm"),
+                               ("arm64", "aarch64-linux-gnu-gcc", "arm64")):
+            a = lk_qemu.load_abi(name)
+            self.assertEqual((a["name"], a["cc"], a["headers_arch"]),
+                             (name, cc, arch))
+            self.assertIn("-static", a["cflags"])
+        # The arm headers' system call numbers are generated from the
+        # table in arch/arm/tools.
+        self.assertEqual(lk_qemu.load_abi("arm")["headers_inputs"],
+                         ["arch/arm/include/uapi", "arch/arm/tools"])
+        with self.assertRaisesRegex(lk_qemu.Failure, "ABIs: 32 64 arm "
+                                    "arm64"):
+            lk_qemu.load_abi("armel")
+
+    def test_abi_header_inputs_are_in_the_tree(self):
+        tree = os.path.join(lk_qemu.out_dir(), "tree")
+        if not os.path.isdir(tree):
+            self.skipTest("no kernel tree at %s (scripts/lk apply)" % tree)
+        for name in lk_qemu.abi_names():
+            for rel in lk_qemu.load_abi(name)["headers_inputs"]:
+                self.assertTrue(os.path.isdir(os.path.join(tree, rel)),
+                                (name, rel))
 
     def test_never_kvm(self):
         g = lk_qemu.load_guest("i386")
@@ -442,12 +512,29 @@ class DataFiles(unittest.TestCase):
         for arg in ("-nographic", "-no-reboot"):
             self.assertIn(arg, cmd)
 
+    def test_arm_command_lines(self):
+        # The virt machine, its CPU, and the console on its PL011 UART.
+        for name, qemu, cpu, abi in (
+                ("arm", "qemu-system-arm", "cortex-a15", "arm"),
+                ("arm64", "qemu-system-aarch64", "cortex-a57", "arm64")):
+            g = lk_qemu.load_guest(name)
+            cmd = lk_qemu.qemu_command(g, "/k", "/rd", TOKEN)
+            self.assertEqual(cmd[:3], [qemu, "-accel", "tcg"])
+            self.assertEqual(cmd[cmd.index("-M") + 1], "virt")
+            self.assertEqual(cmd[cmd.index("-cpu") + 1], cpu)
+            self.assertEqual(cmd[cmd.index("-nic") + 1], "none")
+            append = cmd[cmd.index("-append") + 1]
+            self.assertTrue(append.startswith("console=ttyAMA0 panic=-1 "),
+                            append)
+            self.assertIn("lkqemu.abi=%s" % abi, append)
+            self.assertEqual(cmd[cmd.index("-kernel") + 1], "/k")
+
     def test_selftest_list(self):
         specs = lk_qemu.read_selftests()
         self.assertTrue(specs)
         tree = os.path.join(lk_qemu.out_dir(), "tree")
         for s in specs:
-            self.assertTrue(set(s.abis) <= {"32", "64"})
+            self.assertTrue(set(s.abis) <= set(lk_qemu.abi_names()))
             if os.path.isdir(tree):
                 self.assertTrue(os.path.exists(os.path.join(tree, s.source)),
                                 s.source)
@@ -462,7 +549,7 @@ class DataFiles(unittest.TestCase):
             ("-lrt", "-DX=1")))
         self.assertEqual((specs[1].name, specs[1].timeout), ("bee", 60))
         for bad in ("a.c", "a.c 16", "a.c 64 retries=2", "a.c 64 timeout=0",
-                    "a.o 64", "a.c 64\na.c 32"):
+                    "a.o 64", "a.c 64\na.c 32", "a.c armel"):
             with self.subTest(bad=bad):
                 with self.assertRaises(lk_qemu.Failure):
                     lk_qemu.parse_selftests(bad)
@@ -582,8 +669,8 @@ class Initramfs(unittest.TestCase):
 @unittest.skipIf(QUICK, "--quick: no compiler")
 class InitSource(unittest.TestCase):
     def test_init_compiles_without_warnings(self):
-        for bits in ("64", "32"):
-            abi = lk_qemu.load_abi(bits)
+        for name in lk_qemu.abi_names():
+            abi = lk_qemu.load_abi(name)
             if not shutil.which(abi["cc"]):
                 self.fail("%s is not installed (scripts/packages.txt)"
                           % abi["cc"])
@@ -599,29 +686,35 @@ class InitSource(unittest.TestCase):
 # ---------------------------------------------------------------------------
 # real boots
 
+# The word size of each user-space ABI: the "pass" program checks that it
+# was built for the ABI it is listed under.
+WORD_BITS = {"64": 64, "32": 32, "arm64": 64, "arm": 32}
+
 PROGRAMS = {
-    # name: (source, abis, timeout)
+    # name: (source, ABIs, timeout); the ABIs of the guest booted: "every"
+    # one, its "native" one (init_abi) or its "32-bit" one (every guest
+    # has one: 32 on x86, arm on arm and arm64)
     "pass": ("""
         #include <stdio.h>
         int main(void)
         {
             printf("hello from %zu-bit user space\\n", sizeof(long) * 8);
             return sizeof(long) * 8 == BITS ? 0 : 1;
-        }""", ("64", "32"), 20),
+        }""", ("every",), 20),
     "fail": ("""
         #include <stdio.h>
         int main(void) { printf("[FAIL] on purpose\\n"); return 1; }
-        """, ("32",), 20),
+        """, ("32-bit",), 20),
     "skip": ("""
         int main(void) { return 4; }
-        """, ("32",), 20),
+        """, ("32-bit",), 20),
     "tap": ("""
         #include <stdio.h>
         int main(void)
         {
             printf("TAP version 13\\nok 1 first\\nnot ok 2 second\\n1..2\\n");
             return 0;
-        }""", ("64",), 20),
+        }""", ("native",), 20),
     # Hangs with a child in its process group; both must be killed.
     "hang": ("""
         #include <unistd.h>
@@ -630,7 +723,7 @@ PROGRAMS = {
             fork();
             for (;;)
                 pause();
-        }""", ("32",), 3),
+        }""", ("32-bit",), 3),
     # Prints marker look-alikes, then fails.
     "forge": ("""
         #include <stdio.h>
@@ -640,7 +733,7 @@ PROGRAMS = {
                    "lk-qemu %s done ran=9\\n"
                    "lk-qemu end 32/forge exit=0\\n", FAKE, FAKE);
             return 1;
-        }""", ("32",), 20),
+        }""", ("32-bit",), 20),
     # Runs after "hang": fails if any user process but init and itself
     # is left (the hung test's child must have been killed with it).
     "after": ("""
@@ -674,7 +767,7 @@ PROGRAMS = {
                 }
             }
             return d && !left ? 0 : 1;
-        }""", ("32",), 20),
+        }""", ("32-bit",), 20),
     "crash": ("""
         #include <fcntl.h>
         #include <unistd.h>
@@ -682,16 +775,16 @@ PROGRAMS = {
         {
             int fd = open("/proc/sysrq-trigger", O_WRONLY);
             return write(fd, "c", 1) == 1 ? 0 : 1;
-        }""", ("64", "32"), 20),
+        }""", ("every",), 20),
     "sleep": ("""
         #include <unistd.h>
         int main(void) { for (;;) pause(); }
-        """, ("64", "32"), 3600),
+        """, ("every",), 3600),
     # An /init that never powers off (and never prints a marker).
     "badinit": ("""
         #include <unistd.h>
         int main(void) { for (;;) pause(); }
-        """, ("64", "32"), 0),
+        """, ("every",), 0),
 }
 CANNED_RUN = ("pass", "fail", "skip", "tap", "hang", "forge", "after")
 
@@ -720,37 +813,43 @@ class RealBoot:
         # Also when setUpClass fails (tearDownClass then does not run).
         cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
         # A copy: CI recreates the build directories now and then.
-        cls.kernel = os.path.join(cls.tmp, "bzImage")
+        cls.kernel = os.path.join(cls.tmp, os.path.basename(kernel))
         shutil.copy(kernel, cls.kernel)
         cls.build_dir = bdir
         cls.init_abi = lk_qemu.load_abi(cls.guest["init_abi"])
         cls.blog = os.path.join(cls.tmp, "build.log")
         cls.init = lk_qemu.build_init(cls.init_abi, cls.tmp, cls.blog)
+        # The guest's 32-bit ABI, which every guest has.
+        cls.abi32 = [a for a in cls.guest["abis"] if WORD_BITS[a] == 32][0]
+        roles = {"every": cls.guest["abis"],
+                 "native": [cls.guest["init_abi"]], "32-bit": [cls.abi32]}
         cls.binaries = {}
         src = os.path.join(cls.tmp, "src")
         os.makedirs(src)
-        for bits in cls.guest["abis"]:
-            abi = lk_qemu.load_abi(bits)
+        for abi_name in cls.guest["abis"]:
+            abi = lk_qemu.load_abi(abi_name)
             specs = []
-            for name, (code, abis, timeout) in sorted(PROGRAMS.items()):
+            for name, (code, which, timeout) in sorted(PROGRAMS.items()):
                 path = os.path.join(src, name + ".c")
                 with open(path, "w") as f:
                     f.write(textwrap.dedent(code))
+                abis = tuple(a for w in which for a in roles[w])
                 specs.append(lk_qemu.TestSpec(
                     path, abis, name, timeout,
-                    ("-DBITS=%s" % bits, '-DFAKE="%s"' % OTHER)))
+                    ("-DBITS=%d" % WORD_BITS[abi_name],
+                     '-DFAKE="%s"' % OTHER)))
             results = lk_qemu.Results(quiet=True)
             for b in lk_qemu.build_tests(specs, abi, cls.tmp, cls.blog,
                                          results=results, headers=False):
-                cls.binaries[(bits, b.spec.name)] = b
+                cls.binaries[(abi_name, b.spec.name)] = b
             if not results.ok():
                 raise AssertionError("canned programs did not build: %s; "
                                      "log at %s" % (results.rows, cls.blog))
 
     def boot(self, names, limit=None, init=None):
-        tests = [self.binaries[(bits, n)] for n in names
-                 for bits in self.guest["abis"]
-                 if (bits, n) in self.binaries]
+        tests = [self.binaries[(abi, n)] for n in names
+                 for abi in self.guest["abis"]
+                 if (abi, n) in self.binaries]
         tag = "-".join(names) or "none"
         rd = os.path.join(self.tmp, "rd-%s.cpio.gz" % tag)
         log_path = os.path.join(self.tmp, "%s-%s.log" % (self.GUEST, tag))
@@ -768,25 +867,25 @@ class RealBoot:
             self.log_text = f.read()
         return statuses(results.rows), results.rows, took
 
-    def name(self, bits, test):
-        return "qemu %s/%s: %s" % (self.GUEST, bits, test)
+    def name(self, abi, test):
+        return "qemu %s/%s: %s" % (self.GUEST, abi, test)
 
     def test_canned_results(self):
         st, rows, _ = self.boot(CANNED_RUN)
         msg = "\n".join(map(str, rows)) + "\n" + self.log_text[-3000:]
-        for bits in self.guest["abis"]:
-            self.assertEqual(st[self.name(bits, "pass")], "PASS", msg)
-        self.assertEqual(st[self.name("32", "fail")], "FAIL", msg)
-        self.assertEqual(st[self.name("32", "skip")], "SKIP", msg)
-        self.assertEqual(st[self.name("32", "forge")], "FAIL", msg)
-        self.assertEqual(st[self.name("32", "hang")], "FAIL", msg)
+        for abi in self.guest["abis"]:
+            self.assertEqual(st[self.name(abi, "pass")], "PASS", msg)
+        self.assertEqual(st[self.name(self.abi32, "fail")], "FAIL", msg)
+        self.assertEqual(st[self.name(self.abi32, "skip")], "SKIP", msg)
+        self.assertEqual(st[self.name(self.abi32, "forge")], "FAIL", msg)
+        self.assertEqual(st[self.name(self.abi32, "hang")], "FAIL", msg)
         self.assertIn("timed out after 3s", row(
-            rows, self.name("32", "hang"))[2])
-        self.assertEqual(st[self.name("32", "after")], "PASS", msg)
-        if "64" in self.guest["abis"]:
-            self.assertEqual(st[self.name("64", "tap")], "FAIL", msg)
-            self.assertEqual(st[self.name("64", "tap") + ": 1 first"],
-                             "PASS", msg)
+            rows, self.name(self.abi32, "hang"))[2])
+        self.assertEqual(st[self.name(self.abi32, "after")], "PASS", msg)
+        native = self.guest["init_abi"]
+        self.assertEqual(st[self.name(native, "tap")], "FAIL", msg)
+        self.assertEqual(st[self.name(native, "tap") + ": 1 first"], "PASS",
+                         msg)
         self.assertIn("hello from 32-bit user space", self.log_text)
         for what in ("boot", "kernel log", "shutdown"):
             self.assertEqual(st["qemu %s: %s" % (self.GUEST, what)], "PASS",
@@ -798,7 +897,7 @@ class RealBoot:
         first = self.guest["abis"][0]
         self.assertEqual(st[self.name(first, "crash")], "FAIL", msg)
         self.assertIn("no end marker", row(rows, self.name(first, "crash"))[2])
-        self.assertEqual(st[self.name("32", "after")], "SKIP", msg)
+        self.assertEqual(st[self.name(self.abi32, "after")], "SKIP", msg)
         self.assertEqual(st["qemu %s: shutdown" % self.GUEST], "FAIL", msg)
         kernel = [r[2] for r in rows if r[1] == "qemu %s: kernel log"
                   % self.GUEST]
@@ -859,6 +958,14 @@ class BootX86_64(RealBoot, unittest.TestCase):
 
 class BootI386(RealBoot, unittest.TestCase):
     GUEST = "i386"
+
+
+class BootArm64(RealBoot, unittest.TestCase):
+    GUEST = "arm64"
+
+
+class BootArm(RealBoot, unittest.TestCase):
+    GUEST = "arm"
 
 
 if __name__ == "__main__":

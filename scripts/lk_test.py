@@ -889,6 +889,53 @@ class KconfigSymbols(unittest.TestCase):
         with self.assertRaisesRegex(lk.Failure, "kunit.py config exited 1"):
             self.kunit_configure(before_tip=False, returncode=1)
 
+    def test_allnoconfig_target_gets_its_fragments_as_allconfig(self):
+        # Merged after allnoconfig, the fragments would turn on options
+        # that allnoconfig never saw (all that needs the MMU on arm), and
+        # olddefconfig would give those their defaults.
+        with tempfile.TemporaryDirectory() as d:
+            frags = [os.path.join(d, "a.config"), os.path.join(d, "b.config")]
+            write(frags[0], "CONFIG_OLD=y\n")
+            write(frags[1], "# CONFIG_OFF is not set\n")
+            bdir = os.path.join(d, "build")
+            write(os.path.join(bdir, ".config"),
+                  "CONFIG_OLD=y\n# CONFIG_OFF is not set\n")
+            t = {"name": "test", "fragments": frags, "arch": "arm",
+                 "cross_compile": "arm-linux-gnueabihf-",
+                 "defconfig": "allnoconfig"}
+            calls = []
+
+            def fake_run(cmd, **kw):
+                allconfig = [a for a in cmd
+                             if a.startswith("KCONFIG_ALLCONFIG=")]
+                calls.append((cmd, read(allconfig[0].split("=", 1)[1])
+                              if allconfig else None))
+            with mock.patch.object(lk, "run", side_effect=fake_run), \
+                    mock.patch.object(lk, "kconfig_symbols",
+                                      return_value={"OLD", "OFF"}):
+                lk.configure(t, d, bdir, os.path.join(d, "log"))
+        self.assertEqual(len(calls), 1, calls)
+        cmd, allconfig = calls[0]
+        self.assertEqual(cmd[-1], "allnoconfig")
+        self.assertIn("ARCH=arm", cmd)
+        self.assertEqual(allconfig, "CONFIG_OLD=y\n# CONFIG_OFF is not set\n")
+
+    def test_allnoconfig_lines_that_did_not_stick_fail(self):
+        with self.assertRaisesRegex(lk.Failure, r"did not survive "
+                                    r"allnoconfig: CONFIG_OLD=y"):
+            with tempfile.TemporaryDirectory() as d:
+                frag = os.path.join(d, "a.config")
+                write(frag, "CONFIG_OLD=y\n")
+                bdir = os.path.join(d, "build")
+                write(os.path.join(bdir, ".config"),
+                      "# CONFIG_OLD is not set\n")
+                t = {"name": "test", "fragments": [frag], "arch": "arm",
+                     "cross_compile": "", "defconfig": "allnoconfig"}
+                with mock.patch.object(lk, "run"), \
+                        mock.patch.object(lk, "kconfig_symbols",
+                                          return_value={"OLD"}):
+                    lk.configure(t, d, bdir, os.path.join(d, "log"))
+
     def test_unknown_symbol_is_skipped_before_the_tip(self):
         self.configure("CONFIG_OLD=y\nCONFIG_NEW=y\n# CONFIG_OFF is not set\n",
                        "CONFIG_OLD=y\n# CONFIG_OFF is not set\n", True)
@@ -1351,6 +1398,35 @@ class GuestTargets(unittest.TestCase):
             self.assertEqual(sorted(guest["fragments"]),
                              sorted(plain["fragments"] + extra +
                                     ["guest.config"]), name)
+
+    def test_arm_guest_kernels_are_allnoconfig_plus_what_they_need(self):
+        # Their architecture and compiler are those of the defconfig
+        # targets; the guests' fragments name everything they build.
+        for name, plain, extra in (
+                ("arm-guest", "arm", "arm-virt.config"),
+                ("arm64-guest", "arm64", "arm64-compat.config")):
+            guest, defconfig = lk.load_target(name), lk.load_target(plain)
+            for key in ("arch", "cross_compile"):
+                self.assertEqual(guest[key], defconfig[key], (name, key))
+            self.assertEqual(guest["defconfig"], "allnoconfig")
+            self.assertIn("allnoconfig", lk.ALLCONFIG_TARGETS)
+            self.assertEqual(guest["fragments"], [
+                "virt-guest.config", extra, "kunit.config",
+                "binderfs.config"], name)
+            self.assertIn("vmlinux", guest["goals"])
+            # Built in full by CI, as the guests' kernels are.
+            self.assertIsNone(guest["ci_goals"], name)
+
+    def test_every_guest_but_the_debug_ones_boots_in_ci(self):
+        # `lk test` boots the guests whose target the build stage built.
+        d = os.path.join(TOP, "configs", "qemu")
+        ci = lk.matrix("ci")
+        for fn in sorted(os.listdir(d)):
+            if not fn.endswith(".conf"):
+                continue
+            target = lk.read_kv(os.path.join(d, fn))["target"]
+            self.assertEqual(target in ci, not fn.endswith("-debug.conf"),
+                             fn)
 
     def test_x32_config_turns_on_x32_only(self):
         lines = [line for _, line, _ in

@@ -2,17 +2,18 @@
 /*
  * init: the /init of the lk_qemu.py test initramfs.
  *
- * Built statically for the guest's native ABI (64-bit for the x86_64 guest,
- * 32-bit for the i386 guest) by scripts/lk_qemu.py.  It mounts proc, sysfs,
- * devtmpfs, tmpfs and debugfs, runs every test listed in /lk-qemu/manifest
- * with its own time limit, and powers the machine off.
+ * Built statically for the guest's native ABI (its init_abi: 64 for the
+ * x86_64 guest, 32 for i386, arm64 for arm64, arm for arm) by
+ * scripts/lk_qemu.py.  It mounts proc, sysfs, devtmpfs, tmpfs and debugfs,
+ * runs every test listed in /lk-qemu/manifest with its own time limit,
+ * and powers the machine off.
  *
  * Manifest lines: "<seconds> <name> <path> [args...]"; '#' starts a comment.
  *
  * Everything the host parses is a marker line carrying the per-boot token
  * that the host passes as "lkqemu.token=<hex>" on the kernel command line:
  *
- *   lk-qemu <token> start abi=<bits> tests=<n> uname=<release>/<machine>
+ *   lk-qemu <token> start abi=<abi> tests=<n> uname=<release>/<machine>
  *   lk-qemu <token> begin <name>
  *   lk-qemu <token> end <name> exit=<code>|signal=<n>|timeout=<s>
  *                                 [unkillable] time=<seconds>
