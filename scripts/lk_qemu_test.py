@@ -456,8 +456,8 @@ class DataFiles(unittest.TestCase):
         for name in names:
             g = lk_qemu.load_guest(name)
             self.assertIn(g["init_abi"], g["abis"])
-            for bits in g["abis"]:
-                self.assertTrue(lk_qemu.load_abi(bits)["cc"])
+            for abi in g["abis"]:
+                self.assertTrue(lk_qemu.load_abi(abi)["cc"])
         self.assertEqual(lk_qemu.load_guest("x86_64")["abis"], ["64", "32"])
         self.assertEqual(lk_qemu.load_guest("i386")["abis"], ["32"])
         # arm64 runs 32-bit arm programs through AArch32 compat.

@@ -463,6 +463,26 @@ class TouchedGoals(unittest.TestCase):
                                             "drivers/android/Makefile"]),
                          ["drivers/android/"])
 
+    def test_syscall_table_gives_the_directory_of_its_users(self):
+        self.assertEqual(lk.build_dirs_for(
+            ["arch/x86/entry/syscalls/syscall_32.tbl",
+             "scripts/checksyscalls.sh"]), ["arch/x86/entry/"])
+        self.assertEqual(lk.build_dirs_for(
+            ["arch/arm/tools/syscall.tbl", "arch/arm/Kconfig"], "arm"),
+            ["arch/arm/kernel/"])
+        # another architecture's table is not read
+        self.assertEqual(lk.build_dirs_for(
+            ["arch/s390/kernel/syscalls/syscall.tbl"]), [])
+
+    def test_prepare_step_files_and_arch_kconfig_count_as_headers(self):
+        self.assertEqual(lk.build_dirs_for(["scripts/checksyscalls.sh"]),
+                         ["vmlinux"])
+        self.assertEqual(lk.build_dirs_for(
+            ["arch/Kconfig", "arch/x86/Kconfig", "kernel/futex.c"]),
+            ["kernel/"])
+        self.assertEqual(lk.build_dirs_for(["arch/x86/Kconfig"]),
+                         ["vmlinux"])
+
     def test_outside_the_image_needs_nothing(self):
         self.assertEqual(lk.build_dirs_for([
             "Documentation/arm64/booting.txt",
@@ -493,12 +513,6 @@ class TouchedGoals(unittest.TestCase):
 
     def test_top_level_makefile_gives_vmlinux(self):
         self.assertEqual(lk.build_dirs_for(["Makefile"]), ["vmlinux"])
-
-    def test_syscall_table_gives_vmlinux(self):
-        self.assertEqual(lk.build_dirs_for(
-            ["arch/x86/entry/syscalls/syscall_32.tbl"]), ["vmlinux"])
-        self.assertEqual(lk.build_dirs_for(
-            ["arch/arm/tools/syscall.tbl"], "x86"), [])
 
     def test_deleted_file_gives_vmlinux(self):
         self.assertEqual(lk.build_dirs_for(["kernel/futex.c"], "x86",
