@@ -67,6 +67,15 @@ def judge(text, path="/logs/qemu-x86_64.log"):
     return lk_qemu.judge(lk_qemu.parse_log(text, path))
 
 
+def crash_report_kinds(test, out):
+    """The kinds of the kernel reports judged in a log whose guest crashed
+    while running test (no "done" marker) after printing out."""
+    rows = judge(canned(one_test(test, out, None, done=False),
+                        end="status=0 killed=no elapsed=6 start=1 done=-"))
+    return [r[2].split(" during")[0] for r in rows
+            if r[1] == "qemu x86_64: kernel log"]
+
+
 def row(rows, name):
     found = [r for r in rows if r[1] == name]
     if len(found) != 1:
@@ -219,12 +228,7 @@ class Parser(unittest.TestCase):
             [    5.100003] Call Trace:
             [    5.200000] Kernel panic - not syncing: Fatal exception
             """)
-        rows = judge(canned(one_test("64/t", out, None, done=False),
-                            end="status=0 killed=no elapsed=6 start=1 "
-                            "done=-"))
-        kinds = [r[2].split(" during")[0] for r in rows
-                 if r[1] == "qemu x86_64: kernel log"]
-        self.assertEqual(kinds, ["BUG", "panic"])
+        self.assertEqual(crash_report_kinds("64/t", out), ["BUG", "panic"])
 
     def test_general_protection_fault(self):
         out = "[    5.100000] general protection fault: 0000 [#1] SMP\n"
@@ -271,12 +275,7 @@ class Parser(unittest.TestCase):
             [    5.100002] Internal error: Oops: 817 [#1] SMP ARM
             [    5.200000] Kernel panic - not syncing: Fatal exception
             """)
-        rows = judge(canned(one_test("arm/t", oops, None, done=False),
-                            end="status=0 killed=no elapsed=6 start=1 "
-                            "done=-"))
-        kinds = [r[2].split(" during")[0] for r in rows
-                 if r[1] == "qemu x86_64: kernel log"]
-        self.assertEqual(kinds, ["Oops", "panic"])
+        self.assertEqual(crash_report_kinds("arm/t", oops), ["Oops", "panic"])
         bug = textwrap.dedent("""\
             [    5.100000] kernel BUG at fs/aio.c:10!
             [    5.100001] Internal error: Oops - BUG: 0 [#1] PREEMPT SMP
