@@ -575,6 +575,34 @@ class ObjectGoals(unittest.TestCase):
         self.assertNotIn("X.o", objs)
         self.assertNotIn("gen.o", objs)
 
+    def test_lists_inside_conditionals_on_options(self):
+        # kernel/time/Makefile builds posix-stubs.o only without
+        # POSIX_TIMERS; a config with them must not get it as a goal
+        write(os.path.join(self.tree, "time", "Makefile"),
+              "obj-y += time.o\n"
+              "ifeq ($(CONFIG_POSIX_TIMERS),y)\n obj-y += posix-timers.o\n"
+              "else\n obj-y += posix-stubs.o\nendif\n"
+              "ifdef CONFIG_A\nifneq ($(CONFIG_B),)\n"
+              "obj-$(CONFIG_C) += abc.o\nendif\nendif\n"
+              "ifeq ($(ARCH),x86)\nobj-y += x86.o\nelse\nobj-y += other.o\n"
+              "endif\n")
+        touched = ["time/time.c", "time/posix-timers.c",
+                   "time/posix-stubs.c", "time/abc.c", "time/x86.c",
+                   "time/other.c"]
+
+        def goals(**config):
+            return lk.object_goals(self.tree, {
+                "CONFIG_" + k: v for k, v in config.items()}, "time/",
+                touched)
+        self.assertEqual(goals(POSIX_TIMERS="y"),
+                         ["time/time.o", "time/posix-timers.o",
+                          "time/x86.o", "time/other.o"])
+        self.assertEqual(goals(A="y", B="m", C="y"),
+                         ["time/time.o", "time/posix-stubs.o", "time/abc.o",
+                          "time/x86.o", "time/other.o"])
+        self.assertNotIn("time/abc.o", goals(A="y", C="y"))
+        self.assertNotIn("time/abc.o", goals(B="y", C="y"))
+
     def test_objects_the_config_builds(self):
         self.assertEqual(self.goals(["net/socket.c", "net/compat.c",
                                      "net/b.c", "net/mod.c"]),
