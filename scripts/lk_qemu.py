@@ -27,7 +27,11 @@ Data files:
                               kernel (path in the build directory), qemu,
                               qemu_args, memory, smp, console, append, abis,
                               init_abi, boot_timeout, poweroff_timeout,
-                              debug_scale, kmemleak_timeout
+                              debug_scale, kmemleak_timeout; optional:
+                              tests = <name> ... (selftests of its ABIs, by
+                              their selftests.txt names; default: all of
+                              them; an unknown name is an error), expect and
+                              expect_<x> (see Expectations)
   configs/qemu/abi/<abi>.conf  per user-space ABI (64, 32, arm64, arm):
                               cc, headers_arch, headers_inputs, cflags
   configs/selftests.txt       which tests, for which ABIs, with which flags
@@ -39,6 +43,19 @@ done ran=N"), so test output cannot imitate one, and the parser also checks
 their order.  The log starts with "# lk-qemu-host <token> ..." lines (guest,
 expected tests, command) written before qemu starts, and ends with one
 written after it stopped (exit status, timings, whether it was killed).
+
+Expectations.  Each expect or expect_<x> key of a guest is a Python
+regular expression that must match its serial log (re.search, MULTILINE):
+one result row per key, "qemu <guest>: expect <x>", PASS or FAIL.  The
+log is matched as the parser reads it: carriage returns removed (so '$'
+ends a line), kernel records that cut into a line of user-space output
+moved to lines of their own, the "# lk-qemu-host" lines left out; a test's
+output lines are there as it printed them (kernel lines keep their
+"[    1.234567] "), so "expect_paca = ^# HWCAP_PACA: present$" matches
+the line that a test printed.  In these values '#' is text, not a comment;
+an empty value expects nothing.  They are checked only when init finished
+its tests ("done" marker); otherwise each is a FAIL (unproven).  `parse`
+does not check them.
 
 Time limits.  Each test has its own limit in the guest (init kills its
 process group and goes on).  The host kills qemu at a wall-clock limit of
@@ -104,21 +121,31 @@ def out_dir(path=None):
                            os.path.join(base, "linux-v4.20-work"))
 
 
+def is_expect_key(key):
+    """expect, expect_<x>: a guest's regular expressions on its serial log."""
+    return key == "expect" or key.startswith("expect_")
+
+
 def read_kv(path):
-    """Read a small 'key = value' file; '#' starts a comment."""
+    """Read a small 'key = value' file; '#' starts a comment.
+
+    In the value of an expect key (a regular expression) '#' is text.
+    """
     data = {}
     try:
         f = open(path)
     except OSError as e:
         raise Failure("cannot read %s: %s" % (path, e.strerror))
     with f:
-        for n, line in enumerate(f, 1):
-            line = line.split("#", 1)[0].strip()
+        for n, raw in enumerate(f, 1):
+            line = raw.split("#", 1)[0].strip()
             if not line:
                 continue
             if "=" not in line:
                 raise Failure("%s:%d: expected 'key = value'" % (path, n))
             k, v = line.split("=", 1)
+            if is_expect_key(k.strip()):
+                v = raw.split("=", 1)[1]
             data[k.strip()] = v.strip()
     return data
 
@@ -146,7 +173,19 @@ def load_guest(name, conf_dir=QEMU_CONF_DIR, overrides=None):
         if not g.get(key):
             raise Failure("%s: missing '%s'" % (path, key))
     g["name"] = name
+    g["path"] = path
     g["abis"] = g["abis"].split()
+    # None: every selftest of its ABIs (guest_tests() checks the names)
+    g["tests"] = g.get("tests", "").split() or None
+    g["expects"] = []
+    for key in sorted(k for k in g if is_expect_key(k)):
+        if not g[key]:
+            continue
+        try:
+            g["expects"].append((key, re.compile(g[key], re.MULTILINE)))
+        except re.error as e:
+            raise Failure("%s: %s is not a regular expression: %s" % (
+                path, key, e))
     g["qemu_args"] = shlex.split(g.get("qemu_args", ""))
     if any("kvm" in a for a in g["qemu_args"]):
         raise Failure("%s: qemu_args must not use KVM (TCG only)" % path)
@@ -240,6 +279,20 @@ def read_selftests(path=SELFTESTS):
             return parse_selftests(f.read(), path)
     except OSError as e:
         raise Failure("cannot read %s: %s" % (path, e.strerror))
+
+
+def guest_tests(guest, specs):
+    """The specs a guest runs: those of its ABIs, or of its 'tests' key."""
+    mine = [s for s in specs if set(s.abis) & set(guest["abis"])]
+    if guest["tests"] is None:
+        return mine
+    unknown = set(guest["tests"]) - set(s.name for s in mine)
+    if unknown:
+        raise Failure("%s: tests: no selftest %s for ABI %s in the "
+                      "selftest list (configs/selftests.txt)" % (
+                          guest["path"], " ".join(sorted(unknown)),
+                          " or ".join(guest["abis"])))
+    return [s for s in mine if s.name in guest["tests"]]
 
 
 def kernel_config(build_dir):
@@ -687,6 +740,7 @@ class Report:
         self.kmemleak = {}          # section -> (leaks or None, [lines])
         self.anomalies = []         # out-of-order markers
         self.last_kernel_line = ""
+        self.lines = []             # the log's lines as parsed (no \r)
 
 
 def fields(text):
@@ -738,6 +792,7 @@ def parse_log(text, log_path=None):
     lines = text.replace("\r", "").split("\n")
     first = lines[0] if lines else ""
     lines = lines[:1] + unsplice(lines[1:])
+    r.lines = lines
     m = re.match(r"^# lk-qemu-host ([0-9a-f]{16,}) ", first)
     if not m:
         raise Failure("%s is not a log written by lk_qemu.py boot (no "
@@ -1024,6 +1079,31 @@ def judge_test(t, full, where, stop_reason):
     return [(main[0], full, main[1])] + rows
 
 
+def judge_expects(guest, r, log_path):
+    """The rows of the guest's expect keys on a boot's Report (or None).
+
+    Checked only when init finished its tests: otherwise each is a FAIL,
+    unproven (the crash or hang has rows of its own).
+    """
+    text = None
+    if r is not None and r.done:
+        text = "\n".join(l for l in r.lines
+                         if not l.startswith("# lk-qemu-host "))
+    rows = []
+    for key, rx in guest["expects"]:
+        name = "qemu %s: %s" % (guest["name"], key.replace("_", " ", 1))
+        if text is None:
+            rows.append(("FAIL", name, "not checked: the guest did not "
+                         "finish its tests; /%s/ unproven; log at %s" % (
+                             rx.pattern, log_path)))
+        elif rx.search(text):
+            rows.append(("PASS", name, "/%s/" % rx.pattern))
+        else:
+            rows.append(("FAIL", name, "no match for /%s/ in the serial "
+                         "log; log at %s" % (rx.pattern, log_path)))
+    return rows
+
+
 # --------------------------------------------------------------------------
 # results
 
@@ -1087,7 +1167,8 @@ def boot_and_report(guest, kernel, initramfs, names_timeouts, log_path,
                     echo=False, append=""):
     """Boot, parse and report; return the Report (None if qemu did not run).
 
-    names_timeouts: [(manifest name, seconds in the guest)].
+    names_timeouts: [(manifest name, seconds in the guest)].  The guest's
+    expect keys are judged too.
     """
     if limit is None:
         limit = wall_limit(guest, names_timeouts, scale, kmemleak)
@@ -1097,9 +1178,12 @@ def boot_and_report(guest, kernel, initramfs, names_timeouts, log_path,
              append=append)
     except (Failure, OSError) as e:
         results.failed("qemu %s: boot" % guest["name"], str(e))
-        return None
-    r = parse_log_file(log_path)
-    for row in judge(r):
+        r = None
+    else:
+        r = parse_log_file(log_path)
+        for row in judge(r):
+            results.add(*row)
+    for row in judge_expects(guest, r, log_path):
         results.add(*row)
     return r
 
@@ -1123,17 +1207,21 @@ def run_guest(guest, specs, tree, scratch, logs, results, build_root=None,
     debug, kmemleak = debug_kernel(bdir)
     scale = guest["debug_scale"] if debug else 1
     built_cache = built_cache if built_cache is not None else {}
+    specs = guest_tests(guest, specs)
     tests = []
     for abi_name in guest["abis"]:
-        if abi_name not in built_cache:
+        # Guests of one ABI share its binaries if they run the same tests.
+        key = (abi_name, tuple(guest["tests"] or ()))
+        if key not in built_cache:
             abi = load_abi(abi_name)
             blog = os.path.join(logs, "qemu-build-%s.log" % abi_name)
-            if os.path.exists(blog):
+            if os.path.exists(blog) and not any(k[0] == abi_name
+                                                for k in built_cache):
                 os.unlink(blog)
-            built_cache[abi_name] = build_tests(specs, abi, scratch, blog,
-                                                tree, results)
-        tests.extend(built_cache[abi_name])
-    init_key = "init-%s" % guest["init_abi"]
+            built_cache[key] = build_tests(specs, abi, scratch, blog, tree,
+                                           results)
+        tests.extend(built_cache[key])
+    init_key = ("init", guest["init_abi"])
     if init_key not in built_cache:
         blog = os.path.join(logs, "qemu-build-%s.log" % guest["init_abi"])
         try:
@@ -1178,6 +1266,9 @@ def main(argv=None):
         if guests:
             s.add_argument("--guest", action="append", help="guest of "
                            "configs/qemu/ (repeatable; default: all)")
+            s.add_argument("--set", action="append", default=[],
+                           metavar="KEY=VALUE", help="override a key of the "
+                           "guests' .conf (e.g. smp=2; repeatable)")
 
     def kernels(s):
         s.add_argument("--build-root", help="directory of the build "
@@ -1189,9 +1280,6 @@ def main(argv=None):
                        "test limits)")
         s.add_argument("--echo", action="store_true",
                        help="copy the serial console to stdout")
-        s.add_argument("--set", action="append", default=[],
-                       metavar="KEY=VALUE", help="override a key of the "
-                       "guests' .conf (e.g. smp=2; repeatable)")
 
     s = sub.add_parser("build", help="build the selftests and /init")
     common(s, guests=False)
@@ -1242,13 +1330,15 @@ def main(argv=None):
             log(results.summary())
             return 0 if results.ok() else 1
         overrides = {}
-        for kv in getattr(args, "set", []):
+        for kv in args.set:
             if "=" not in kv:
                 raise Failure("--set wants KEY=VALUE, not %r" % kv)
             k, v = kv.split("=", 1)
             overrides[k.strip()] = v.strip()
         guests = [load_guest(g, overrides=overrides)
                   for g in (args.guest or guest_names())]
+        for g in guests:
+            guest_tests(g, specs)   # a bad 'tests' key stops them all
         if getattr(args, "build_dir", None) and len(guests) != 1:
             raise Failure("--build-dir needs exactly one --guest")
         if args.cmd == "run":
@@ -1263,7 +1353,7 @@ def main(argv=None):
         for g in guests:
             tests = []
             for abi_name in g["abis"]:
-                for s in specs:
+                for s in guest_tests(g, specs):
                     path = os.path.join(scratch, "bin", abi_name, s.name)
                     if abi_name not in s.abis:
                         continue

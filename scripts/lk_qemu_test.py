@@ -11,6 +11,8 @@ $LK_OUT/build/<target>); without a kernel they are skipped and say so.
 The programs they run are written to a temporary directory at run time.
 """
 
+import contextlib
+import io
 import os
 import re
 import shutil
@@ -34,13 +36,13 @@ OTHER = "fedcba9876543210"
 
 
 def canned(body, tests=("64/t",), token=TOKEN, end="status=0 killed=no "
-           "elapsed=3.00 start=1.00 done=2.50", limit=300):
+           "elapsed=3.00 start=1.00 done=2.50", limit=300, guest="x86_64"):
     """A log as boot() writes it, around a serial console body."""
-    head = ("# lk-qemu-host {t} guest=x86_64 kernel=/k/bzImage\n"
+    head = ("# lk-qemu-host {t} guest={g} kernel=/k/bzImage\n"
             "# lk-qemu-host {t} tests={tests}\n"
             "# lk-qemu-host {t} limit={limit}\n"
             "# lk-qemu-host {t} command=qemu-system-x86_64 ...\n").format(
-                t=token, tests=",".join(tests), limit=limit)
+                t=token, g=guest, tests=",".join(tests), limit=limit)
     body = textwrap.dedent(body).replace("TOK", token)
     tail = "\n# lk-qemu-host %s end %s\n" % (token, end) if end else ""
     return head + body + tail
@@ -463,6 +465,15 @@ class DataFiles(unittest.TestCase):
         self.assertEqual(lk_qemu.load_guest("arm64")["abis"],
                          ["arm64", "arm"])
         self.assertEqual(lk_qemu.load_guest("arm")["abis"], ["arm"])
+        # Pointer authentication: absent on the Cortex-A57, present on max.
+        max_ = lk_qemu.load_guest("arm64-max")
+        self.assertEqual(max_["target"], lk_qemu.load_guest("arm64")["target"])
+        self.assertEqual(max_["tests"], ["pac_test", "pac_kvm_test"])
+        for name, has in (("arm64", "absent"), ("arm64-max", "present")):
+            patterns = dict((k, rx.pattern) for k, rx in
+                            lk_qemu.load_guest(name)["expects"])
+            self.assertEqual(patterns["expect_paca"],
+                             "^# HWCAP_PACA: %s$" % has, name)
 
     def test_abis(self):
         self.assertEqual(lk_qemu.abi_names(), ["32", "64", "arm", "arm64"])
@@ -585,6 +596,202 @@ class DataFiles(unittest.TestCase):
                            universal_newlines=True)
         self.assertEqual(r.returncode, 0)
         self.assertIn("initramfs", r.stdout)
+
+
+# A selftest list of the GuestKeys tests' own (sources under /src).
+GUEST_SPECS = """\
+/src/pac_test.c  arm64  timeout=7
+/src/other.c  arm64,arm
+/src/x86.c  64,32
+"""
+# pac_test's report lines in the serial log: CR LF line ends, and a kernel
+# record that cuts into one of them.
+PAC_OUTPUT = ("# HWCAP_PACA: present\r\n# HWCAP_PACG: pre[    1.500000] "
+              "random: crng init done\r\nsent\r\n")
+
+
+def pac_log(done=True):
+    """The serial log of a boot of guest g that ran arm64/pac_test."""
+    text = one_test("arm64/pac_test", PAC_OUTPUT, "exit=0" if done else None,
+                    done)
+    return canned(text, tests=("arm64/pac_test",), guest="g")
+
+
+class GuestKeys(unittest.TestCase):
+    """The optional guest keys tests = and expect[_<x>] =."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="lk-qemu-test-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.specs = lk_qemu.parse_selftests(GUEST_SPECS)
+
+    def guest(self, extra="", name="g"):
+        """A guest of a conf of our own: arm64 user space, plus extra."""
+        with open(os.path.join(self.tmp, name + ".conf"), "w") as f:
+            f.write("target = t\nkernel = Image\nqemu = qemu-system-aarch64"
+                    "\nabis = arm64\ninit_abi = arm64\n" + extra)
+        return lk_qemu.load_guest(name, conf_dir=self.tmp)
+
+    def expect_rows(self, guest, text, path="/logs/qemu-g.log"):
+        r = lk_qemu.parse_log(text, path) if text is not None else None
+        return lk_qemu.judge_expects(guest, r, path)
+
+    def test_tests_key_chooses_the_selftests(self):
+        names = lambda g: [s.name for s in lk_qemu.guest_tests(g,
+                                                                self.specs)]
+        self.assertEqual(names(self.guest()), ["pac_test", "other"])
+        self.assertEqual(names(self.guest("tests =\n")), ["pac_test",
+                                                          "other"])
+        # In the list's order, whatever the key's.
+        self.assertEqual(names(self.guest("tests = other pac_test\n")),
+                         ["pac_test", "other"])
+        self.assertEqual(names(self.guest("tests = pac_test\n")),
+                         ["pac_test"])
+
+    def test_unknown_test_name_is_an_error(self):
+        # x86.c is in the list, but for none of the guest's ABIs.
+        for names in ("nosuch", "pac_test x86"):
+            with self.subTest(names=names):
+                g = self.guest("tests = %s\n" % names)
+                with self.assertRaisesRegex(
+                        lk_qemu.Failure, r"g\.conf: tests: no selftest "
+                        r"(nosuch|x86) for ABI arm64 in the selftest list"):
+                    lk_qemu.guest_tests(g, self.specs)
+
+    def test_commands_stop_at_an_unknown_test_name(self):
+        # Before anything is built or booted (the real arm64 guest,
+        # with our own selftest list).
+        tests = os.path.join(self.tmp, "selftests.txt")
+        with open(tests, "w") as f:
+            f.write(GUEST_SPECS)
+        for cmd in ("run", "initramfs", "boot"):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                rc = lk_qemu.main(["--out", self.tmp, cmd, "--guest", "arm64",
+                                   "--tests", tests, "--set",
+                                   "tests=pac_test nosuch"])
+            self.assertEqual(rc, 2, cmd)
+            self.assertIn("lk_qemu %s: " % cmd, err.getvalue())
+            self.assertIn("arm64.conf: tests: no selftest nosuch for ABI "
+                          "arm64 or arm", err.getvalue())
+
+    def test_initramfs_command_packs_the_listed_tests(self):
+        tests = os.path.join(self.tmp, "selftests.txt")
+        with open(tests, "w") as f:
+            f.write(GUEST_SPECS)
+        scratch = os.path.join(self.tmp, "scratch")
+        for abi, name in (("arm64", "init"), ("arm64", "pac_test"),
+                          ("arm64", "other"), ("arm", "other")):
+            os.makedirs(os.path.join(scratch, "bin", abi), exist_ok=True)
+            with open(os.path.join(scratch, "bin", abi, name), "wb") as f:
+                f.write(b"\x7fELF")
+        packed = []
+        real = lk_qemu.make_initramfs
+        lk_qemu.make_initramfs = lambda *a: packed.append(real(*a))
+        try:
+            for tests_key in ("", "pac_test"):
+                with contextlib.redirect_stdout(io.StringIO()):
+                    self.assertEqual(lk_qemu.main([
+                        "--out", self.tmp, "initramfs", "--guest", "arm64",
+                        "--tests", tests, "--scratch", scratch,
+                        "--set", "tests=" + tests_key]), 0)
+        finally:
+            lk_qemu.make_initramfs = real
+        self.assertEqual(packed, [["arm64/pac_test", "arm64/other",
+                                   "arm/other"], ["arm64/pac_test"]])
+
+    def test_run_guest_builds_boots_and_expects_the_listed_tests(self):
+        # Compiling and booting faked: a canned log for what was expected.
+        os.makedirs(os.path.join(self.tmp, "src"))
+        specs = lk_qemu.parse_selftests(GUEST_SPECS.replace(
+            "/src/", os.path.join(self.tmp, "src") + "/"))
+        for s in specs:
+            open(s.source, "w").close()
+        kernel = os.path.join(self.tmp, "Image")
+        open(kernel, "w").close()
+        compiled, booted = [], []
+
+        def fake_compile(abi, source, output, logfile, includes=(),
+                         flags=()):
+            compiled.append(os.path.basename(output))
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+            with open(output, "wb") as f:
+                f.write(b"\x7fELF")
+            return output
+
+        def fake_boot(guest, kernel, initramfs, log_path, expected=(),
+                      *args, **kwargs):
+            booted.append(list(expected))
+            with open(log_path, "w", newline="") as f:
+                f.write(pac_log())
+
+        g = self.guest("tests = pac_test\nexpect_paca = ^# HWCAP_PACA: "
+                       "present$\nexpect_pacg = ^# HWCAP_PACG: absent$\n")
+        real = lk_qemu.compile_program, lk_qemu.boot
+        lk_qemu.compile_program, lk_qemu.boot = fake_compile, fake_boot
+        try:
+            results = lk_qemu.Results(quiet=True)
+            with contextlib.redirect_stdout(io.StringIO()):
+                lk_qemu.run_guest(g, specs, None, os.path.join(
+                    self.tmp, "scratch"), self.tmp, results,
+                    build_dir=self.tmp, kernel=kernel)
+        finally:
+            lk_qemu.compile_program, lk_qemu.boot = real
+        self.assertEqual(compiled, ["pac_test", "init"])
+        self.assertEqual(booted, [["arm64/pac_test"]])
+        st = statuses(results.rows)
+        self.assertEqual(st["qemu g/arm64: pac_test"], "PASS", results.rows)
+        self.assertEqual(st["qemu g: expect paca"], "PASS", results.rows)
+        self.assertEqual(st["qemu g: expect pacg"], "FAIL", results.rows)
+
+    def test_expect_rows(self):
+        g = self.guest("expect = ^\\[ +\\d+\\.\\d+\\] random: crng init "
+                       "done$\nexpect_paca = ^# HWCAP_PACA: present$\n"
+                       "expect_pacg = ^# HWCAP_PACG: present$\n"
+                       "expect_gone = ^# HWCAP_PACA: absent$\n"
+                       "expect_host = ^# lk-qemu-host\n")
+        rows = self.expect_rows(g, pac_log())
+        # One row per key, in key order; the host's lines are not the
+        # serial log.
+        self.assertEqual([r[:2] for r in rows], [
+            ("PASS", "qemu g: expect"), ("FAIL", "qemu g: expect gone"),
+            ("FAIL", "qemu g: expect host"), ("PASS", "qemu g: expect paca"),
+            ("PASS", "qemu g: expect pacg")])
+        self.assertEqual(row(rows, "qemu g: expect gone")[2],
+                         "no match for /^# HWCAP_PACA: absent$/ in the "
+                         "serial log; log at /logs/qemu-g.log")
+
+    def test_unfinished_boot_fails_its_expects(self):
+        # The guest crashed after printing what is expected: unproven.
+        g = self.guest("expect_paca = ^# HWCAP_PACA: present$\n")
+        crashed = pac_log(done=False)
+        self.assertEqual(row(judge(crashed), "qemu g/arm64: pac_test")[0],
+                         "FAIL")
+        for text in (crashed, None):        # None: qemu did not run
+            rows = self.expect_rows(g, text)
+            self.assertEqual(len(rows), 1)
+            self.assertEqual(rows[0][:2], ("FAIL", "qemu g: expect paca"))
+            self.assertIn("not checked: the guest did not finish its tests",
+                          rows[0][2])
+            self.assertIn("/^# HWCAP_PACA: present$/", rows[0][2])
+        # No expect keys, no rows.
+        self.assertEqual(self.expect_rows(self.guest(), crashed), [])
+
+    def test_invalid_regex_is_an_error(self):
+        with self.assertRaisesRegex(lk_qemu.Failure, r"g\.conf: expect_x is "
+                                    r"not a regular expression"):
+            self.guest("expect_x = ^(# unbalanced$\n")
+        with self.assertRaisesRegex(lk_qemu.Failure, "expect is not"):
+            lk_qemu.load_guest("g", conf_dir=self.tmp,
+                               overrides={"expect": "a[", "expect_x": "b"})
+
+    def test_hash_is_text_in_expect_values_only(self):
+        g = self.guest("# expect_c = (\n  expect_a = ^# A #1$ \n"
+                       "expectation = x # comment\nexpect_b =\n"
+                       "memory = 256 # MiB\n")
+        self.assertEqual([(k, rx.pattern) for k, rx in g["expects"]],
+                         [("expect_a", "^# A #1$")])
+        self.assertEqual((g["memory"], g["expectation"]), ("256", "x"))
 
 
 class HeaderExport(unittest.TestCase):

@@ -1446,15 +1446,17 @@ class GuestTargets(unittest.TestCase):
         # targets; the guests' fragments name everything they build.
         for name, plain, extra in (
                 ("arm-guest", "arm", "arm-virt.config"),
-                ("arm64-guest", "arm64", "arm64-compat.config")):
+                ("arm64-guest", "arm64",
+                 ["arm64-compat.config", "arm64-pauth.config"])):
             guest, defconfig = lk.load_target(name), lk.load_target(plain)
             for key in ("arch", "cross_compile"):
                 self.assertEqual(guest[key], defconfig[key], (name, key))
             self.assertEqual(guest["defconfig"], "allnoconfig")
             self.assertIn("allnoconfig", lk.ALLCONFIG_TARGETS)
-            self.assertEqual(guest["fragments"], [
-                "virt-guest.config", extra, "kunit.config",
-                "binderfs.config"], name)
+            extra = [extra] if isinstance(extra, str) else extra
+            self.assertEqual(guest["fragments"],
+                             ["virt-guest.config"] + extra +
+                             ["kunit.config", "binderfs.config"], name)
             self.assertIn("vmlinux", guest["goals"])
             # Built in full by CI, as the guests' kernels are.
             self.assertIsNone(guest["ci_goals"], name)
