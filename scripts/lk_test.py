@@ -463,6 +463,19 @@ class TouchedGoals(unittest.TestCase):
                                             "drivers/android/Makefile"]),
                          ["drivers/android/"])
 
+    def test_the_architecture_makefile_is_no_directory(self):
+        # arch/arm64/Makefile sets every object's flags; "make arch/arm64/"
+        # fails in it (KBUILD_CFLAGS references itself there), which CI
+        # once did for a patch adding -mbranch-protection=none
+        self.assertEqual(lk.build_dirs_for(
+            ["arch/arm64/Makefile", "arch/arm64/kernel/process.c"],
+            "arm64"), ["arch/arm64/kernel/"])
+        self.assertEqual(lk.build_dirs_for(["arch/arm64/Makefile"],
+                                           "arm64"), ["vmlinux"])
+        # a kbuild Makefile below it is one as before
+        self.assertEqual(lk.build_dirs_for(["arch/arm64/kernel/Makefile"],
+                                           "arm64"), ["arch/arm64/kernel/"])
+
     def test_syscall_table_gives_the_directory_of_its_users(self):
         self.assertEqual(lk.build_dirs_for(
             ["arch/x86/entry/syscalls/syscall_32.tbl",
