@@ -1690,12 +1690,15 @@ def applied_selftests(testcase):
 
 
 CROSS_CC = ("aarch64-linux-gnu-gcc", "arm-linux-gnueabihf-gcc")
+# the user-space ABI (configs/qemu/abi/) of each cross compiler
+CROSS_ABI = {"aarch64-linux-gnu-gcc": "arm64", "arm-linux-gnueabihf-gcc": "arm"}
 
 
 @unittest.skipIf(QUICK, "--quick: no tests that need the applied tree")
 class SelftestsOtherArchitectures(unittest.TestCase):
     """The selftests the guests run build for arm and arm64 user space too:
-    nothing in them is x86-only without a fallback."""
+    nothing in them is x86-only without a fallback.  A selftest listed for
+    arm ABIs only (arm64/pauth: arm64) is compiled for those."""
 
     def test_every_listed_selftest_compiles_for_arm_and_arm64(self):
         tree, specs = applied_selftests(self)
@@ -1703,6 +1706,8 @@ class SelftestsOtherArchitectures(unittest.TestCase):
             if not shutil.which(cc):
                 self.fail("%s is not installed (scripts/packages.txt)" % cc)
             for spec in specs:
+                if not set(spec.abis) & {"64", "32", CROSS_ABI[cc]}:
+                    continue
                 with self.subTest(cc=cc, test=spec.name):
                     r = subprocess.run(
                         [cc, "-O2", "-Wall", "-Werror", "-pthread", "-c",
@@ -1938,6 +1943,12 @@ class StandardKselftestBuild(unittest.TestCase):
 
     def test_make_builds_every_listed_selftest(self):
         tree, specs = applied_selftests(self)
+        # This host builds what runs on x86.  A selftest for arm ABIs only
+        # (arm64/pauth, whose Makefile builds nothing elsewhere, and which
+        # is not in TARGETS while the y2038 topic holds the neighbouring
+        # line) is compiled by SelftestsOtherArchitectures.
+        specs = [s for s in specs if set(s.abis) & {"64", "32"}]
+        self.assertTrue(specs)
         tmp = tempfile.mkdtemp(prefix="lk-kselftest-")
         self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
         archive = subprocess.Popen(["git", "-C", tree, "archive", "HEAD"],
