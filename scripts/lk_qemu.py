@@ -502,13 +502,10 @@ def manifest_name(abi, name):
     return "%s/%s" % (abi, name)
 
 
-def make_initramfs(path, init, tests, scale=1):
-    """Write a gzipped cpio with /init and the tests; return the test names.
-
-    tests: [Built] (or objects with spec.name, spec.timeout, abi, path).
-    Binaries go to /lk-qemu/<abi>/<name>; /lk-qemu/manifest lists
-    '<seconds> <abi>/<name> <path>' in order, limits times scale.
-    """
+def base_cpio(init):
+    """A Cpio with what every guest initramfs has: /init (the host path
+    of a built scripts/qemu/init.c), /dev/console, /dev/null and the
+    directories init mounts on."""
     c = Cpio()
     for d in ("dev", "proc", "sys", "tmp", "root", "lk-qemu/bin"):
         c.dir(d)
@@ -516,6 +513,17 @@ def make_initramfs(path, init, tests, scale=1):
     c.chardev("dev/null", 1, 3, 0o666)
     with open(init, "rb") as f:
         c.file("init", f.read(), 0o755)
+    return c
+
+
+def make_initramfs(path, init, tests, scale=1):
+    """Write a gzipped cpio with /init and the tests; return the test names.
+
+    tests: [Built] (or objects with spec.name, spec.timeout, abi, path).
+    Binaries go to /lk-qemu/<abi>/<name>; /lk-qemu/manifest lists
+    '<seconds> <abi>/<name> <path>' in order, limits times scale.
+    """
+    c = base_cpio(init)
     lines, names = [], []
     for t in tests:
         name = manifest_name(t.abi, t.spec.name)
@@ -525,14 +533,19 @@ def make_initramfs(path, init, tests, scale=1):
         lines.append("%d %s %s\n" % (t.spec.timeout * scale, name, dest))
         names.append(name)
     c.file("lk-qemu/manifest", "".join(lines).encode())
+    write_initramfs(path, c)
+    return names
+
+
+def write_initramfs(path, cpio):
+    """Write a Cpio to path, gzipped, replacing what was there."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "wb") as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6,
                            mtime=0) as gz:
-            gz.write(c.data())
+            gz.write(cpio.data())
     os.replace(tmp, path)
-    return names
 
 
 # --------------------------------------------------------------------------
@@ -990,8 +1003,9 @@ def judge(r, prefix="qemu"):
         rows.append(("FAIL", "%s: kernel log" % g, "%s during %s: %s; %s" % (
             i.kind, i.during, i.text[:160], where(i.line))))
     if r.start is not None and not r.issues:
-        rows.append(("PASS", "%s: kernel log" % g, "no BUG, Oops, WARNING, "
-                     "panic, KASAN or kmemleak report"))
+        rows.append(("PASS", "%s: kernel log" % g, "no BUG, Oops, WARNING "
+                     "(lockdep's too), panic, KASAN, UBSAN or kmemleak "
+                     "report"))
 
     if "kmemleak" in r.kmemleak or "kmemleak-baseline" in r.kmemleak:
         base = r.kmemleak.get("kmemleak-baseline", (None, []))[0]
@@ -1247,12 +1261,18 @@ def run_guest(guest, specs, tree, scratch, logs, results, build_root=None,
 # --------------------------------------------------------------------------
 # command line
 
-def main(argv=None):
+def tool_parser(prog, doc, out_note=""):
+    """The command line of a QEMU stage tool: its docstring and --out."""
     p = argparse.ArgumentParser(
-        prog="lk_qemu.py", description=__doc__,
+        prog=prog, description=doc,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="work directory (default: $LK_OUT or "
-                   "~/.cache/linux-v4.20-work)")
+                   "~/.cache/linux-v4.20-work)" + out_note)
+    return p
+
+
+def main(argv=None):
+    p = tool_parser("lk_qemu.py", __doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(s, guests=True):

@@ -301,6 +301,9 @@ class Parser(unittest.TestCase):
                 ("watchdog: BUG: soft lockup - CPU#0 stuck for 22s!", "BUG"),
                 ("kernel BUG at mm/slub.c:3878!", "BUG"),
                 ("UBSAN: Undefined behaviour in lib/x.c:1:2", "UBSAN"),
+                ("BUG: sleeping function called from invalid context at "
+                 "kernel/locking/mutex.c:908", "BUG"),
+                ("BUG: MAX_LOCKDEP_KEYS too low!", "BUG"),
                 ("kmemleak: Early log buffer exceeded (4021), please "
                  "increase DEBUG_KMEMLEAK_EARLY_LOG_SIZE", "kmemleak")):
             with self.subTest(kind=kind):
@@ -308,6 +311,22 @@ class Parser(unittest.TestCase):
                     "64/t", "[    5.000000] %s\n" % line, "exit=0")))
                 self.assertIn("%s during 64/t" % kind,
                               row(rows, "qemu x86_64: kernel log")[2])
+
+    def test_lockdep_reports(self):
+        for title in ("possible circular locking dependency detected",
+                      "inconsistent lock state",
+                      "possible recursive locking detected"):
+            report = "".join("[    5.000000] %s\n" % l for l in (
+                "=" * 54, "WARNING: " + title, "4.20.0+ #1 Not tainted",
+                "-" * 54, "t/61 is trying to acquire lock:",
+                "", "stack backtrace:",
+                "CPU: 0 PID: 61 Comm: t Not tainted 4.20.0+ #1",
+                "Call Trace:", " dump_stack+0x5c/0x7b"))
+            with self.subTest(title=title):
+                rows = judge(canned(one_test("64/t", report, "exit=0")))
+                r = row(rows, "qemu x86_64: kernel log")
+                self.assertEqual(r[0], "FAIL")
+                self.assertIn("WARNING during 64/t: WARNING: " + title, r[2])
 
     def kmemleak_log(self, leaks, base=2):
         text = BOOT + textwrap.dedent("""\

@@ -1322,14 +1322,15 @@ class SelftestOutput(unittest.TestCase):
                                       logfile)
         return results
 
-    def test_both_scripts_run_and_hear_which_guests_booted(self):
+    def test_every_script_runs_and_hears_which_guests_booted(self):
         seen = {}
 
         def fake_run(cmd, logfile, label, *args, env=None, **kw):
             seen[label] = env["LK_QEMU_STAGE_GUESTS"]
             with open(logfile, "a") as f:
                 f.write("test_a (__main__.%s.test_a) ... ok\n"
-                        "-----\nRan 1 test in 0.1s\n\nOK\n" % label[-4:])
+                        "-----\nRan 1 test in 0.1s\n\nOK\n" %
+                        label.rpartition("-")[2])
             return subprocess.CompletedProcess(cmd, 0)
         results = lk.Results()
         with tempfile.TemporaryDirectory() as out, \
@@ -1337,11 +1338,15 @@ class SelftestOutput(unittest.TestCase):
             args = collections.namedtuple("Args", "out quick")(out, True)
             lk.do_selftest(args, results, ["x86_64", "i386"])
         self.assertEqual(seen, {"selftest": "x86_64 i386",
-                                "selftest-qemu": "x86_64 i386"})
+                                "selftest-qemu": "x86_64 i386",
+                                "selftest-fuzz": "x86_64 i386",
+                                "selftest-bench": "x86_64 i386"})
         self.assertEqual([r[1] for r in results.rows],
-                         ["selftest: test.test_a",
-                          "selftest-qemu: qemu.test_a"])
-        self.assertRegex(results.summary(), r"^2 passed, 0 failed")
+                         ["selftest: selftest.test_a",
+                          "selftest-qemu: qemu.test_a",
+                          "selftest-fuzz: fuzz.test_a",
+                          "selftest-bench: bench.test_a"])
+        self.assertRegex(results.summary(), r"^4 passed, 0 failed")
 
     def test_outcome_after_a_docstring_is_read(self):
         log = "test_a (__main__.One.test_a)\n" \

@@ -43,6 +43,8 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
+#include "say.h"
+
 #define MANIFEST	"/lk-qemu/manifest"
 #define KMEMLEAK	"/sys/kernel/debug/kmemleak"
 #define MAX_ARGS	32
@@ -53,25 +55,6 @@
 
 static char token[80] = "no-token";
 static char abi[8] = "?";
-
-/* One write per line, so that a line is never split by stdio buffering. */
-static void say(const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if (n > (int)sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (write(1, buf, n) < 0)
-		return;
-}
 
 /* A marker: "lk-qemu <token> ...". */
 static void mark(const char *fmt, ...)

@@ -1,0 +1,623 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bench: what a system call costs, for scripts/lk_bench.py.
+ *
+ * Built statically for the user-space ABI "64" (x86_64) or "32" (i686),
+ * against the kernel tree's exported uapi headers, and run by the guest
+ * /init as a manifest entry:
+ *
+ *	bench [--calls N] [--batches B]
+ *
+ * Every case makes its system call through syscall(2) with an explicit
+ * number and explicitly laid-out arguments, so the 32-bit build decides
+ * which kernel entry it reaches: the old calls with a 32-bit timespec
+ * ({int32 tv_sec; int32 tv_nsec}) and their "-time64" twins (the numbers
+ * 413-422 that the series adds) with a 64-bit one ({int64; int64}).  The
+ * 64-bit build has no twins: its calls always took a 64-bit timespec.
+ *
+ * Measurement.  A case's call is made once first and its result checked
+ * (a case that fails, e.g. with ENOSYS on a kernel without the call, is
+ * reported as "error=<errno name>" and not timed); then one warm-up batch
+ * and B timed batches of N calls each, every batch timed with
+ * clock_gettime(CLOCK_MONOTONIC) (vDSO or system call, whatever libc
+ * does) just before and after it.  The loop around the calls (an indirect
+ * call of the case's function and a comparison of its result with the
+ * expected one, which counts unexpected results) is measured as the case
+ * "empty", whose function makes no system call; the median batch time of
+ * "empty" is subtracted from every batch of the other cases.  So "empty"
+ * is printed raw (the harness and the clock reads per call), and every
+ * other value is what the case's function costs beyond the harness: the
+ * system call and the few stores that set up its arguments (timeouts
+ * that the kernel writes back are reset before each call).
+ *
+ * Under QEMU with "-icount shift=0,sleep=off" a guest nanosecond is one
+ * guest instruction, so the values are instructions per call (the TSC
+ * counts instructions there, and the kernel turns it into nanoseconds
+ * with the frequency it calibrates at boot: 1000.000 MHz, give or take a
+ * few parts per million, and rounds to whole nanoseconds).  Each batch
+ * starts right after a timer tick (see align_to_tick()): a batch shorter
+ * than the tick period then has no timer interrupt in it, a longer one
+ * the same number in every batch.  Output is collected in memory and
+ * written at the end, so that no console output (and no serial
+ * interrupt) overlaps a batch.
+ *
+ * Output, one line per case in this order, then "bench done":
+ *
+ *	bench <abi> config calls=<N> batches=<B> warmup=1 unit=ns subtract=empty
+ *		align=tick
+ *	bench <abi> <case> median=<x.xx> min=<x.xx> max=<x.xx> n=<N>
+ *		batches=<B> [includes=<call>]
+ *	bench <abi> <case> error=<errno name> [in=<call>]
+ *	bench <abi> <case> error=unexpected result=<value>
+ *	bench <abi> <case> error=unstable bad=<count>
+ *	bench done
+ *
+ * includes=<call>: the case needs another call before each measured one,
+ * and the batch includes it: rt_sigtimedwait makes a blocked SIGUSR1
+ * pending with tgkill first, recvmmsg queues its datagram with sendto.
+ *
+ * "in=<call>": the included call failed, not the measured one.
+ *
+ * Exit status 0, also when cases fail; 1 when something unexpected
+ * happened (set-up failed, or a call returned something else during the
+ * batches than when it was checked: "error=unstable"); 2 on bad usage.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <asm/unistd.h>
+#include <linux/aio_abi.h>
+#include <linux/futex.h>
+
+/*
+ * System call numbers, spelled out: syscall/syscall_64.tbl and
+ * syscall_32.tbl.  Where the exported headers name one, it must agree.
+ */
+#ifdef __x86_64__
+#define ABI			"64"
+#define NR_getppid		110
+#define NR_getpid		39
+#define NR_gettid		186
+#define NR_tgkill		234
+#define NR_sendto		44
+#define NR_ppoll		271
+#define NR_pselect6		270
+#define NR_epoll_pwait		281
+#define NR_io_setup		206
+#define NR_io_pgetevents	333
+#define NR_rt_sigtimedwait	128
+#define NR_futex		202
+#define NR_recvmmsg		299
+#define NR_set_robust_list	273
+#else
+#define ABI			"32"
+#define NR_getppid		64
+#define NR_getpid		20
+#define NR_gettid		224
+#define NR_tgkill		270
+#define NR_sendto		369
+#define NR_ppoll		309
+#define NR_pselect6		308
+#define NR_epoll_pwait		319
+#define NR_io_setup		245
+#define NR_io_pgetevents	385
+#define NR_rt_sigtimedwait	177
+#define NR_futex		240
+#define NR_recvmmsg		337
+#define NR_set_robust_list	311
+/* the series' 32-bit calls with a 64-bit time_t */
+#define NR_pselect6_time64	413
+#define NR_ppoll_time64		414
+#define NR_io_pgetevents_time64	416
+#define NR_recvmmsg_time64	417
+#define NR_rt_sigtimedwait_time64 421
+#define NR_futex_time64		422
+#endif
+
+#define SAME_NR(x) _Static_assert(NR_##x == __NR_##x, "__NR_" #x)
+SAME_NR(getppid);
+SAME_NR(getpid);
+SAME_NR(gettid);
+SAME_NR(tgkill);
+SAME_NR(sendto);
+SAME_NR(ppoll);
+SAME_NR(pselect6);
+SAME_NR(epoll_pwait);
+SAME_NR(io_setup);
+SAME_NR(io_pgetevents);
+SAME_NR(rt_sigtimedwait);
+SAME_NR(futex);
+SAME_NR(recvmmsg);
+SAME_NR(set_robust_list);
+#ifdef __NR_ppoll_time64
+SAME_NR(pselect6_time64);
+SAME_NR(ppoll_time64);
+SAME_NR(io_pgetevents_time64);
+SAME_NR(recvmmsg_time64);
+SAME_NR(rt_sigtimedwait_time64);
+SAME_NR(futex_time64);
+#endif
+
+/* The timespec of the old calls: 32-bit on the 32-bit ABI. */
+#ifdef __x86_64__
+struct old_ts { int64_t tv_sec; int64_t tv_nsec; };
+#else
+struct old_ts { int32_t tv_sec; int32_t tv_nsec; };
+#endif
+/* The timespec of the _time64 calls (__kernel_timespec). */
+struct ts64 { int64_t tv_sec; int64_t tv_nsec; };
+
+/*
+ * The sixth argument of pselect6 and of io_pgetevents: a pointer to the
+ * sigset and its size, each as wide as a pointer of the ABI (struct
+ * __aio_sigset, and struct __compat_aio_sigset of fs/aio.c for 32-bit
+ * tasks: {compat_uptr_t, compat_size_t}).
+ */
+#ifdef __x86_64__
+struct sigmask_arg { uint64_t sigmask; uint64_t sigsetsize; };
+#else
+struct sigmask_arg { uint32_t sigmask; uint32_t sigsetsize; };
+#endif
+_Static_assert(sizeof(struct sigmask_arg) == 2 * sizeof(void *),
+	       "sigmask_arg");
+
+/* The kernel's sigset_t on x86, also for 32-bit tasks: 64 bits. */
+#define SIGSET_SIZE	8
+
+#define MAX_BATCHES	101
+#define MAX_CALLS	1000000
+#define MAX_CASES	48
+#define ALIGN_READS	1000000
+
+struct bench_case {
+	const char *name;
+	long (*fn)(const struct bench_case *c);
+	long nr;		/* the measured system call */
+	int time64;		/* its timespec: 1 = struct ts64 */
+	int sigmask;		/* pass a sigmask */
+	long expect;		/* expected result ... */
+	int expect_errno;	/* ... and errno when that is -1 */
+	const char *includes;	/* another call in the batch, or NULL */
+};
+
+/* What the calls use, set up once. */
+static int pipe_fds[2] = { -1, -1 };
+static int sock_fds[2] = { -1, -1 };
+static int epoll_fd = -1;
+static aio_context_t aio_ctx;
+static uint64_t mask;			/* SIGUSR1, blocked throughout */
+static struct sigmask_arg mask_arg;
+static long self_pid, self_tid;
+static uint32_t futex_word;
+static struct robust_list_head robust_head;
+static struct pollfd pfd;
+static unsigned long rfds[1];
+static struct epoll_event ev;
+static struct io_event io_ev;
+static struct old_ts tso;
+static struct ts64 ts64;
+static char dgram[1], rbuf[16];
+static struct iovec iov;
+static struct mmsghdr mmsg;
+
+static char out[64 * 1024];
+static size_t out_len;
+static int status;
+
+/* Collect a line of output; it is written when everything is measured. */
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out + out_len, sizeof(out) - out_len - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(out) - out_len - 1)
+		n = 0;
+	out_len += n;
+	out[out_len++] = '\n';
+}
+
+static void flush_out(void)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < out_len) {
+		n = write(1, out + done, out_len - done);
+		if (n <= 0)
+			break;
+		done += n;
+	}
+	out_len = 0;
+}
+
+static void die(const char *what)
+{
+	say("bench " ABI " setup error: %s: %s", what, strerror(errno));
+	say("bench done");
+	flush_out();
+	exit(1);
+}
+
+/* A timeout argument for c's call, set to sec.nsec. */
+static void *timeout(const struct bench_case *c, long sec, long nsec)
+{
+	if (c->time64) {
+		ts64.tv_sec = sec;
+		ts64.tv_nsec = nsec;
+		return &ts64;
+	}
+	tso.tv_sec = sec;
+	tso.tv_nsec = nsec;
+	return &tso;
+}
+
+/* The cases.  Each returns the measured call's result (-1: see errno). */
+
+static long do_empty(const struct bench_case *c)
+{
+	(void)c;
+	return 0;
+}
+
+static long do_getppid(const struct bench_case *c)
+{
+	return syscall(c->nr);
+}
+
+/* one pipe fd with nothing to read, zero timeout: 0 */
+static long do_ppoll(const struct bench_case *c)
+{
+	pfd.revents = 0;
+	return syscall(c->nr, &pfd, 1, timeout(c, 0, 0),
+		       c->sigmask ? &mask : NULL, c->sigmask ? SIGSET_SIZE : 0);
+}
+
+static long do_pselect6(const struct bench_case *c)
+{
+	rfds[0] = 1UL << pipe_fds[0];
+	return syscall(c->nr, pipe_fds[0] + 1, rfds, NULL, NULL,
+		       timeout(c, 0, 0), c->sigmask ? &mask_arg : NULL);
+}
+
+static long do_epoll_pwait(const struct bench_case *c)
+{
+	return syscall(c->nr, epoll_fd, &ev, 1, 0,
+		       c->sigmask ? &mask : NULL, c->sigmask ? SIGSET_SIZE : 0);
+}
+
+/* no event submitted, zero timeout: 0 */
+static long do_io_pgetevents(const struct bench_case *c)
+{
+	return syscall(c->nr, aio_ctx, 1, 1, &io_ev, timeout(c, 0, 0),
+		       c->sigmask ? &mask_arg : NULL);
+}
+
+/* The batch includes the tgkill that makes SIGUSR1 pending. */
+static long do_rt_sigtimedwait(const struct bench_case *c)
+{
+	if (syscall(NR_tgkill, self_pid, self_tid, SIGUSR1))
+		return -2;
+	return syscall(c->nr, &mask, NULL, timeout(c, 0, 0), SIGSET_SIZE);
+}
+
+static long do_futex_wake(const struct bench_case *c)
+{
+	return syscall(c->nr, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL,
+		       NULL, 0);
+}
+
+/* The word is 0, the call expects 1: EAGAIN (after reading the timeout). */
+static long do_futex_wait(const struct bench_case *c)
+{
+	return syscall(c->nr, &futex_word, FUTEX_WAIT_PRIVATE, 1,
+		       timeout(c, 1, 0), NULL, 0);
+}
+
+/* The batch includes the sendto that queues the datagram received. */
+static long do_recvmmsg(const struct bench_case *c)
+{
+	if (syscall(NR_sendto, sock_fds[0], dgram, 1, 0, NULL, 0) != 1)
+		return -2;
+	mmsg.msg_len = 0;
+	return syscall(c->nr, sock_fds[1], &mmsg, 1, 0, timeout(c, 1, 0));
+}
+
+static long do_set_robust_list(const struct bench_case *c)
+{
+	return syscall(c->nr, &robust_head, sizeof(robust_head));
+}
+
+#define CASE(name, fn, nr, t64, sig, expect, err, inc) \
+	{ name, fn, nr, t64, sig, expect, err, inc }
+
+static struct bench_case cases[] = {
+	CASE("empty", do_empty, 0, 0, 0, 0, 0, NULL),
+	CASE("getppid", do_getppid, NR_getppid, 0, 0, 1, 0, NULL),
+	CASE("ppoll", do_ppoll, NR_ppoll, 0, 0, 0, 0, NULL),
+	CASE("ppoll-sigmask", do_ppoll, NR_ppoll, 0, 1, 0, 0, NULL),
+	CASE("pselect6", do_pselect6, NR_pselect6, 0, 0, 0, 0, NULL),
+	CASE("pselect6-sigmask", do_pselect6, NR_pselect6, 0, 1, 0, 0, NULL),
+	CASE("epoll_pwait", do_epoll_pwait, NR_epoll_pwait, 0, 0, 0, 0, NULL),
+	CASE("epoll_pwait-sigmask", do_epoll_pwait, NR_epoll_pwait, 0, 1, 0, 0,
+	     NULL),
+	CASE("io_pgetevents", do_io_pgetevents, NR_io_pgetevents, 0, 0, 0, 0,
+	     NULL),
+	CASE("io_pgetevents-sigmask", do_io_pgetevents, NR_io_pgetevents, 0, 1,
+	     0, 0, NULL),
+	CASE("rt_sigtimedwait", do_rt_sigtimedwait, NR_rt_sigtimedwait, 0, 0,
+	     SIGUSR1, 0, "tgkill"),
+	CASE("futex-wake", do_futex_wake, NR_futex, 0, 0, 0, 0, NULL),
+	CASE("futex-wait-mismatch", do_futex_wait, NR_futex, 0, 0, -1, EAGAIN,
+	     NULL),
+	CASE("recvmmsg", do_recvmmsg, NR_recvmmsg, 0, 0, 1, 0, "sendto"),
+	CASE("set_robust_list", do_set_robust_list, NR_set_robust_list, 0, 0,
+	     0, 0, NULL),
+#ifndef __x86_64__
+	CASE("ppoll-time64", do_ppoll, NR_ppoll_time64, 1, 0, 0, 0, NULL),
+	CASE("ppoll-sigmask-time64", do_ppoll, NR_ppoll_time64, 1, 1, 0, 0,
+	     NULL),
+	CASE("pselect6-time64", do_pselect6, NR_pselect6_time64, 1, 0, 0, 0,
+	     NULL),
+	CASE("pselect6-sigmask-time64", do_pselect6, NR_pselect6_time64, 1, 1,
+	     0, 0, NULL),
+	CASE("io_pgetevents-time64", do_io_pgetevents, NR_io_pgetevents_time64,
+	     1, 0, 0, 0, NULL),
+	CASE("io_pgetevents-sigmask-time64", do_io_pgetevents,
+	     NR_io_pgetevents_time64, 1, 1, 0, 0, NULL),
+	CASE("rt_sigtimedwait-time64", do_rt_sigtimedwait,
+	     NR_rt_sigtimedwait_time64, 1, 0, SIGUSR1, 0, "tgkill"),
+	CASE("futex-wake-time64", do_futex_wake, NR_futex_time64, 1, 0, 0, 0,
+	     NULL),
+	CASE("futex-wait-mismatch-time64", do_futex_wait, NR_futex_time64, 1,
+	     0, -1, EAGAIN, NULL),
+	CASE("recvmmsg-time64", do_recvmmsg, NR_recvmmsg_time64, 1, 0, 1, 0,
+	     "sendto"),
+#endif
+};
+
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+_Static_assert(NCASES <= MAX_CASES, "MAX_CASES");
+
+static void setup(void)
+{
+	struct epoll_event add = { .events = EPOLLIN };
+	unsigned int k;
+	sigset_t set;
+
+	if (pipe2(pipe_fds, O_CLOEXEC))
+		die("pipe2");
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sock_fds))
+		die("socketpair");
+	epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (epoll_fd < 0)
+		die("epoll_create1");
+	add.data.fd = pipe_fds[0];
+	if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, pipe_fds[0], &add))
+		die("epoll_ctl");
+	/* Without AIO in the kernel the io_pgetevents cases fail alone. */
+	if (syscall(NR_io_setup, 1, &aio_ctx))
+		aio_ctx = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		die("sigprocmask");
+	mask = 1ULL << (SIGUSR1 - 1);
+	mask_arg.sigmask = (uintptr_t)&mask;
+	mask_arg.sigsetsize = SIGSET_SIZE;
+	self_pid = syscall(NR_getpid);
+	self_tid = syscall(NR_gettid);
+
+	robust_head.list.next = &robust_head.list;
+	robust_head.futex_offset = 0;
+	robust_head.list_op_pending = NULL;
+
+	pfd.fd = pipe_fds[0];
+	pfd.events = POLLIN;
+	iov.iov_base = rbuf;
+	iov.iov_len = sizeof(rbuf);
+	mmsg.msg_hdr.msg_iov = &iov;
+	mmsg.msg_hdr.msg_iovlen = 1;
+	dgram[0] = 'x';
+
+	for (k = 0; k < NCASES; k++)
+		if (cases[k].fn == do_getppid)
+			cases[k].expect = getppid();
+}
+
+/* Undo what a failed call may have left: a pending signal, a datagram. */
+static void drain(void)
+{
+	struct timespec zero = { 0, 0 };
+	sigset_t set;
+	char buf[16];
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	while (sigtimedwait(&set, NULL, &zero) == SIGUSR1)
+		;
+	while (recv(sock_fds[1], buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+		;
+}
+
+static uint64_t now(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+		die("clock_gettime");
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+/*
+ * Wait for the next timer tick: until CLOCK_MONOTONIC_COARSE, which the
+ * tick advances, changes (at most ALIGN_READS reads: without ticks, go
+ * on unaligned).  A batch started right after a tick runs a whole tick
+ * period (10^6 instructions at HZ=1000 under -icount shift=0) before the
+ * next one, so a shorter batch has no tick in it, and a longer one has
+ * the same number of ticks in every batch and every boot.
+ */
+static void align_to_tick(void)
+{
+	struct timespec a, b;
+	long i;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &a);
+	for (i = 0; i < ALIGN_READS; i++) {
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &b);
+		if (b.tv_sec != a.tv_sec || b.tv_nsec != a.tv_nsec)
+			return;
+	}
+}
+
+/* One batch of n calls: its time; *bad counts the unexpected results. */
+static uint64_t batch(const struct bench_case *c, long n, long *bad)
+{
+	long (*fn)(const struct bench_case *) = c->fn;
+	long expect = c->expect, b = 0, i;
+	uint64_t t0, t1;
+
+	align_to_tick();
+	t0 = now();
+	for (i = 0; i < n; i++)
+		b += fn(c) != expect;
+	t1 = now();
+	*bad += b;
+	return t1 - t0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(const uint64_t *sorted, int n)
+{
+	if (n % 2)
+		return sorted[n / 2];
+	return (sorted[n / 2 - 1] + (double)sorted[n / 2]) / 2;
+}
+
+static const char *errno_name(int e)
+{
+	static char buf[32];
+	const char *s = strerrorname_np(e);
+
+	if (s)
+		return s;
+	snprintf(buf, sizeof(buf), "errno%d", e);
+	return buf;
+}
+
+/* Check the call once: 0 if it does what is expected, else say why not. */
+static int check(const struct bench_case *c)
+{
+	long r;
+
+	errno = 0;
+	r = c->fn(c);
+	if (r == c->expect && (r != -1 || errno == c->expect_errno))
+		return 0;
+	if (r == -1)
+		say("bench " ABI " %s error=%s", c->name, errno_name(errno));
+	else if (r == -2)
+		say("bench " ABI " %s error=%s in=%s", c->name,
+		    errno_name(errno), c->includes);
+	else
+		say("bench " ABI " %s error=unexpected result=%ld", c->name, r);
+	drain();
+	return -1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench [--calls N] [--batches B]\n");
+	exit(2);
+}
+
+static long number(const char *s, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > max)
+		usage();
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	static uint64_t times[MAX_BATCHES];
+	long calls = 200, batches = 11;
+	double empty = 0;
+	struct timespec settle = { 0, 20 * 1000 * 1000 };
+	unsigned int k;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--calls") && i + 1 < argc)
+			calls = number(argv[++i], MAX_CALLS);
+		else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
+			batches = number(argv[++i], MAX_BATCHES);
+		else
+			usage();
+	}
+	setup();
+	say("bench " ABI " config calls=%ld batches=%ld warmup=1 unit=ns "
+	    "subtract=empty align=tick", calls, batches);
+	/* Let the console drain what /init wrote before the first batch. */
+	nanosleep(&settle, NULL);
+
+	for (k = 0; k < NCASES; k++) {
+		const struct bench_case *c = &cases[k];
+		long bad = 0;
+		double sub, med;
+		int b;
+
+		if (check(c))
+			continue;
+		batch(c, calls, &bad);		/* warm-up */
+		for (b = 0; b < batches; b++)
+			times[b] = batch(c, calls, &bad);
+		if (bad) {
+			say("bench " ABI " %s error=unstable bad=%ld", c->name,
+			    bad);
+			status = 1;
+			drain();
+			continue;
+		}
+		qsort(times, batches, sizeof(times[0]), cmp_u64);
+		med = median(times, batches);
+		if (k == 0)
+			empty = med;
+		sub = k == 0 ? 0 : empty;
+		say("bench " ABI " %s median=%.2f min=%.2f max=%.2f n=%ld "
+		    "batches=%ld%s%s", c->name, (med - sub) / calls,
+		    (times[0] - sub) / calls,
+		    (times[batches - 1] - sub) / calls, calls, batches,
+		    c->includes ? " includes=" : "",
+		    c->includes ? c->includes : "");
+	}
+	say("bench done");
+	flush_out();
+	return status;
+}
