@@ -28,7 +28,8 @@ Phases (each as root, and as uid 65534 that unshared a user namespace):
 
 Every kernel report (KASAN, UBSAN, lockdep, kmemleak, WARNING, BUG, Oops,
 hung task, RCU stall) fails the run, as it does for `lk_qemu.py run`; the
-serial log is kept in $LK_OUT/logs/fuzz-<guest>.log.  A phase fails when
+serial log is kept in $LK_OUT/logs/fuzz-<guest>-<seed>-<date-time>.log
+(no later run, a replay included, overwrites it).  A phase fails when
 trinity did not run for its time, made no call, or the kernel became
 tainted.  Results: "PASS: fuzz x86_64/64: root-time - 12345 calls (seed
 N) in 60s"; last line "N passed, N failed[, N skipped]".
@@ -462,7 +463,8 @@ def fuzz_guest(guest, seed, minutes, tree, scratch, logs, results,
     initramfs = os.path.join(scratch, name, "fuzz.cpio.gz")
     fuzz_initramfs(initramfs, init, driver, trinity, libs, lines, plan)
     names = [(n, (seconds + PHASE_SLACK) * scale) for n, _, _, _ in plan]
-    log_path = os.path.join(logs, "fuzz-%s.log" % name)
+    log_path = os.path.join(logs, "fuzz-%s-%d-%s.log" % (
+        name, seed, time.strftime("%Y%m%d-%H%M%S")))
     limit = lk_qemu.wall_limit(guest, names, scale, kmemleak)
     log("fuzz %s: seed %d, %d phases of %ds; serial log at %s" % (
         name, seed, len(plan), seconds, log_path))

@@ -999,9 +999,17 @@ def judge(r, prefix="qemu"):
                 rows.append(("FAIL", result_name(g, name), "ran but was not "
                              "expected; %s" % where(r.tests[name].line)))
 
+    # One row per distinct report; a looping one can print thousands.
+    same = collections.OrderedDict()
     for i in r.issues:
-        rows.append(("FAIL", "%s: kernel log" % g, "%s during %s: %s; %s" % (
-            i.kind, i.during, i.text[:160], where(i.line))))
+        same.setdefault((i.kind, i.text), []).append(i)
+    for group in same.values():
+        i = group[0]
+        more = " (and %d more like it, the last during %s)" % (
+            len(group) - 1, group[-1].during) if len(group) > 1 else ""
+        rows.append(("FAIL", "%s: kernel log" % g, "%s during %s: %s%s; %s"
+                     % (i.kind, i.during, i.text[:160], more,
+                        where(i.line))))
     if r.start is not None and not r.issues:
         rows.append(("PASS", "%s: kernel log" % g, "no BUG, Oops, WARNING "
                      "(lockdep's too), panic, KASAN, UBSAN or kmemleak "

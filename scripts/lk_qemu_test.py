@@ -312,6 +312,17 @@ class Parser(unittest.TestCase):
                 self.assertIn("%s during 64/t" % kind,
                               row(rows, "qemu x86_64: kernel log")[2])
 
+    def test_a_repeated_report_is_one_row(self):
+        line = ("[    5.000000] BUG: sleeping function called from invalid "
+                "context at arch/x86/mm/fault.c:1369\n")
+        rows = judge(canned(one_test("64/t", line * 3 + line.replace(
+            "1369", "1370"), "exit=0")))
+        details = [r[2] for r in rows if r[1] == "qemu x86_64: kernel log"]
+        self.assertEqual(len(details), 2, details)
+        self.assertIn("fault.c:1369 (and 2 more like it, the last during "
+                      "64/t)", details[0])
+        self.assertNotIn("more like it", details[1])
+
     def test_lockdep_reports(self):
         for title in ("possible circular locking dependency detected",
                       "inconsistent lock state",
