@@ -42,6 +42,7 @@ their arguments, not their interleaving.
 """
 
 import collections
+import functools
 import os
 import re
 import secrets
@@ -250,12 +251,14 @@ def trinity_i386(cache):
     return binary
 
 
+@functools.lru_cache(maxsize=None)
 def trinity_listing():
     """`trinity -L` of the host's trinity: its system call tables.
 
     The i386 build of the same version has the same 32-bit table.  Run in
     a directory of its own: trinity leaves trinity-child*.log files in
-    its working directory even when it only lists.
+    its working directory even when it only lists.  Once per run: every
+    guest's phases come from the same tables.
     """
     with tempfile.TemporaryDirectory(prefix="lk-fuzz-") as d:
         return run([shutil.which("trinity") or "/usr/bin/trinity", "-L"],

@@ -481,6 +481,14 @@ class Driver(unittest.TestCase):
             timeout=60, preexec_fn=lambda: signal.signal(
                 signal.SIGINT, signal.SIG_DFL))
 
+    def fake(self, name, text):
+        """A stand-in for trinity: an executable script in self.dir."""
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o755)
+        return path
+
     def test_compiles_without_warnings(self):
         self.assertEqual(self.compiled.returncode, 0, self.compiled.stdout)
 
@@ -499,10 +507,7 @@ class Driver(unittest.TestCase):
 
     @ROOT
     def test_stops_trinity_on_time(self):
-        fake = os.path.join(self.dir, "fake-trinity")
-        with open(fake, "w") as f:
-            f.write(FAKE_TRINITY)
-        os.chmod(fake, 0o755)
+        fake = self.fake("fake-trinity", FAKE_TRINITY)
         args = os.path.join(self.dir, "p.args")
         with open(args, "w") as f:
             f.write("-c ppoll -V /tmp/lkfuzz/files\n")
@@ -517,10 +522,7 @@ class Driver(unittest.TestCase):
 
     @ROOT
     def test_failing_exit_after_the_stop_fails(self):
-        fake = os.path.join(self.dir, "fake-trinity-3")
-        with open(fake, "w") as f:
-            f.write(FAKE_TRINITY)
-        os.chmod(fake, 0o755)
+        fake = self.fake("fake-trinity-3", FAKE_TRINITY)
         r = self.run_driver(["--seconds", "1", "--seed", "1", "--", fake],
                             env=dict(os.environ, FAKE_EXIT="3"))
         self.assertEqual(r.returncode, 1, r.stdout)
@@ -528,10 +530,7 @@ class Driver(unittest.TestCase):
 
     @ROOT
     def test_time_counts_from_ready_and_noise_is_dropped(self):
-        fake = os.path.join(self.dir, "fake-trinity-slow")
-        with open(fake, "w") as f:
-            f.write(FAKE_TRINITY)
-        os.chmod(fake, 0o755)
+        fake = self.fake("fake-trinity-slow", FAKE_TRINITY)
         t0 = time.monotonic()
         r = self.run_driver(["--seconds", "1", "--seed", "1", "--", fake],
                             env=dict(os.environ, FAKE_START="3"))
@@ -543,10 +542,8 @@ class Driver(unittest.TestCase):
 
     @ROOT
     def test_not_ready_is_timed_after_the_start_wait(self):
-        fake = os.path.join(self.dir, "fake-trinity-never")
-        with open(fake, "w") as f:
-            f.write(FAKE_TRINITY.replace("fd providers", "something"))
-        os.chmod(fake, 0o755)
+        fake = self.fake("fake-trinity-never",
+                         FAKE_TRINITY.replace("fd providers", "something"))
         r = self.run_driver(["--seconds", "1", "--start-wait", "2",
                              "--seed", "1", "--", fake])
         self.assertEqual(r.returncode, 0, r.stdout)
