@@ -504,6 +504,9 @@ class Driver(unittest.TestCase):
         r = self.run_driver(["--seconds", "1", "--start-wait", "0", "--",
                              "/bin/true"])
         self.assertEqual(r.returncode, 2, r.stdout)
+        r = self.run_driver(["--seconds", "1", "--stop-wait", "0", "--",
+                             "/bin/true"])
+        self.assertEqual(r.returncode, 2, r.stdout)
 
     @ROOT
     def test_stops_trinity_on_time(self):
@@ -548,6 +551,21 @@ class Driver(unittest.TestCase):
                              "--seed", "1", "--", fake])
         self.assertEqual(r.returncode, 0, r.stdout)
         self.assertIn("trinity not ready after 2 s", r.stdout)
+
+    @ROOT
+    def test_a_process_that_will_not_stop_is_described_then_killed(self):
+        fake = self.fake("fake-trinity-deaf", FAKE_TRINITY.replace(
+            "trap 'echo", "trap '' INT; trap 'echo").replace(
+            "' INT\n", "' USR1\n"))
+        r = self.run_driver(["--seconds", "1", "--stop-wait", "1",
+                             "--seed", "1", "--", fake])
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("trinity did not stop in 1 s after SIGINT", r.stdout)
+        self.assertRegex(r.stdout, r"lk-fuzz: stuck pid \d+ stat: \d+ "
+                         r"\(fake-trinity-d")
+        self.assertRegex(r.stdout, r"lk-fuzz: stuck pid \d+ syscall: ")
+        self.assertRegex(r.stdout, r"lk-fuzz: stuck pid \d+ stack: ")
+        self.assertIn("lk-fuzz: trinity signal=9", r.stdout)
 
     @ROOT
     def test_early_exit_fails(self):

@@ -37,6 +37,10 @@
  *             seconds (default 120) if it does not.  Its output is
  *             relayed less the lines that only list calls turned on or
  *             off.
+ * --stop-wait N  how long trinity (and the churn) get to stop when told
+ *             (default 30 s).  A process of trinity's that is still there
+ *             then is described from /proc (state, system call, kernel
+ *             stack) and killed, and the phase fails.
  *
  * The churn's random choices come from --seed (xorshift64*), so a phase is
  * replayed by the same seed; trinity's own seed is in its options (-s).
@@ -59,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -88,6 +93,7 @@
 #define START_WAIT	120
 
 static int start_wait = START_WAIT;
+static int stop_wait = STOP_WAIT;
 
 static uint64_t rng_state;
 static unsigned long churn_ops, churn_errors;
@@ -707,10 +713,77 @@ static int relay(int fd, int drain)
 	}
 }
 
+/*
+ * Before a process that would not stop is killed: what each process of
+ * its group was doing, as the kernel sees it (state, the system call in
+ * progress and its arguments, and, where we may read it, the kernel
+ * stack), so that a hang found by a long run can be explained from its
+ * log alone.
+ */
+static void show_file(int pid, const char *what)
+{
+	char path[64], buf[1024], *line, *next;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (line = buf; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		say("lk-fuzz: stuck pid %d %s: %s", pid, what, line);
+	}
+}
+
+static void show_group(pid_t pgid)
+{
+	char path[64], buf[512], *p;
+	struct dirent *d;
+	DIR *proc = opendir("/proc");
+	int fd, pid, pgrp;
+	ssize_t n;
+
+	if (!proc)
+		return;
+	while ((d = readdir(proc))) {
+		pid = atoi(d->d_name);
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid pgrp ...": comm may hold spaces */
+		p = strrchr(buf, ')');
+		if (!p || sscanf(p + 1, " %*c %*d %d", &pgrp) != 1 ||
+		    pgrp != pgid)
+			continue;
+		show_file(pid, "stat");
+		show_file(pid, "syscall");
+		show_file(pid, "wchan");
+		show_file(pid, "stack");
+	}
+	closedir(proc);
+}
+
 static void usage(void)
 {
 	say("usage: lk-fuzz [--user] [--binderfs] [--cpuset] [--args-file F] "
-	    "[--start-wait N] --seconds N --seed S -- TRINITY [ARGS...]");
+	    "[--start-wait N] [--stop-wait N] --seconds N --seed S -- "
+	    "TRINITY [ARGS...]");
 	exit(2);
 }
 
@@ -735,6 +808,8 @@ int main(int argc, char **argv)
 			seconds = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--start-wait") && i + 1 < argc) {
 			start_wait = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--stop-wait") && i + 1 < argc) {
+			stop_wait = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--args-file") && i + 1 < argc) {
 			args_file = argv[++i];
 		} else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
@@ -746,7 +821,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (!targv || seconds <= 0 || start_wait <= 0)
+	if (!targv || seconds <= 0 || start_wait <= 0 || stop_wait <= 0)
 		usage();
 	if (args_file) {
 		targv = append_file_args(targv, args_file);
@@ -825,10 +900,11 @@ int main(int argc, char **argv)
 		} else if (!stopped && now() >= deadline) {
 			kill(trinity, SIGINT);
 			stopped = 1;
-			deadline = now() + STOP_WAIT;
+			deadline = now() + stop_wait;
 		} else if (stopped && now() >= deadline) {
 			say("lk-fuzz: trinity did not stop in %d s after "
-			    "SIGINT", STOP_WAIT);
+			    "SIGINT", stop_wait);
+			show_group(trinity);
 			kill(-trinity, SIGKILL);
 			kill(trinity, SIGKILL);
 			waitpid(trinity, &status, 0);
@@ -844,11 +920,11 @@ int main(int argc, char **argv)
 		if (churns[i] <= 0)
 			continue;
 		kill(churns[i], SIGTERM);
-		deadline = now() + STOP_WAIT;
+		deadline = now() + stop_wait;
 		while (waitpid(churns[i], &churn_status, WNOHANG) == 0) {
 			if (now() >= deadline) {
 				say("lk-fuzz: a churn did not stop in %d s",
-				    STOP_WAIT);
+				    stop_wait);
 				kill(churns[i], SIGKILL);
 				waitpid(churns[i], &churn_status, 0);
 				ret = 1;
