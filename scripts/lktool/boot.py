@@ -1,0 +1,201 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Boot a guest under TCG and keep its serial log."""
+
+import os
+import secrets
+import selectors
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+from . import common
+
+
+# init waits this long for a killed test to die (KILL_WAIT in init.c).
+KILL_WAIT = 10
+
+
+def host_line(token, text):
+    return "# lk-qemu-host %s %s\n" % (token, text)
+
+
+def qemu_command(guest, kernel, initramfs, token, append=""):
+    """The qemu command line: TCG, serial console on stdio, no reboot."""
+    cmdline = " ".join(
+        x
+        for x in (
+            "console=%s" % guest["console"],
+            "panic=-1",
+            "printk.time=1",
+            "lkqemu.token=%s" % token,
+            "lkqemu.abi=%s" % guest["init_abi"],
+            guest["append"],
+            append,
+        )
+        if x
+    )
+    return [
+        guest["qemu"],
+        "-accel",
+        "tcg",
+        "-nographic",
+        "-no-reboot",
+        "-monitor",
+        "none",
+        "-serial",
+        "stdio",
+        "-m",
+        str(guest["memory"]),
+        "-smp",
+        str(guest["smp"]),
+        "-kernel",
+        kernel,
+        "-initrd",
+        initramfs,
+        "-append",
+        cmdline,
+    ] + guest["qemu_args"]
+
+
+def wall_limit(guest, tests, scale=1, kmemleak=False):
+    """The wall-clock limit of a boot running tests ([(name, seconds)])."""
+    limit = guest["boot_timeout"] * scale
+    limit += sum(t + KILL_WAIT + 2 for _, t in tests)
+    if kmemleak:
+        limit += guest["kmemleak_timeout"] * scale
+    return limit
+
+
+def boot(
+    guest,
+    kernel,
+    initramfs,
+    log_path,
+    expected=(),
+    limit=None,
+    token=None,
+    append="",
+    echo=False,
+):
+    """Boot guest under TCG, writing the serial log to log_path.
+
+    expected: manifest names in order (recorded in the log for the parser).
+    limit: wall-clock seconds before qemu is killed (default: boot_timeout).
+    Returns the token; parse the log with parse_log_file().
+    """
+    token = token or secrets.token_hex(8)
+    limit = limit or guest["boot_timeout"]
+    if not os.path.isfile(kernel):
+        raise common.Failure(
+            "no kernel at %s; build it with 'scripts/lk build "
+            "--target %s'" % (kernel, guest["target"])
+        )
+    if not shutil.which(guest["qemu"]):
+        raise common.Failure(
+            "%s is not installed; see scripts/packages.txt" % guest["qemu"]
+        )
+    cmd = qemu_command(guest, kernel, initramfs, token, append)
+    os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
+    start_mark = ("lk-qemu %s start" % token).encode()
+    done_mark = ("lk-qemu %s done" % token).encode()
+    with open(log_path, "wb") as logf:
+        logf.write(
+            host_line(token, "guest=%s kernel=%s" % (guest["name"], kernel)).encode()
+        )
+        logf.write(host_line(token, "tests=%s" % ",".join(expected)).encode())
+        logf.write(host_line(token, "limit=%d" % limit).encode())
+        logf.write(
+            host_line(
+                token, "command=%s" % " ".join(shlex.quote(c) for c in cmd)
+            ).encode()
+        )
+        logf.flush()
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        deadline = t0 + limit
+        killed = None
+        drain_until = None
+        start_at = done_at = None
+        tail, err = b"", b""
+        finished = False
+        try:
+            while sel.get_map():
+                now = time.monotonic()
+                if killed is None and now >= deadline:
+                    killed = "poweroff" if done_at is not None else "limit"
+                    proc.kill()
+                    drain_until = now + 5
+                if drain_until is not None and now >= drain_until:
+                    break
+                wait = (drain_until if drain_until is not None else deadline) - now
+                for key, _ in sel.select(max(0.01, min(wait, 1.0))):
+                    data = os.read(key.fileobj.fileno(), 65536)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        continue
+                    if key.fileobj is proc.stderr:
+                        err += data
+                        continue
+                    logf.write(data)
+                    logf.flush()
+                    if echo:
+                        sys.stdout.buffer.write(data)
+                        sys.stdout.flush()
+                    buf = tail + data
+                    t = time.monotonic() - t0
+                    if start_at is None and start_mark in buf:
+                        start_at = t
+                    if done_at is None and done_mark in buf:
+                        done_at = t
+                        deadline = min(
+                            deadline, time.monotonic() + guest["poweroff_timeout"]
+                        )
+                    tail = buf[-128:]
+            finished = True
+        finally:
+            sel.close()
+            if finished and killed is None:
+                # Its output is closed: qemu is exiting.
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    killed = "limit"
+            if proc.poll() is None:
+                killed = killed or "interrupted"
+                proc.kill()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            proc.stdout.close()
+            proc.stderr.close()
+            elapsed = time.monotonic() - t0
+            logf.write(b"\n")
+            for l in err.decode("utf-8", "replace").splitlines():
+                logf.write(host_line(token, "qemu-stderr=%s" % l).encode())
+            logf.write(
+                host_line(
+                    token,
+                    "end status=%s killed=%s "
+                    "elapsed=%.2f start=%s done=%s"
+                    % (
+                        proc.returncode,
+                        killed or "no",
+                        elapsed,
+                        "%.2f" % start_at if start_at is not None else "-",
+                        "%.2f" % done_at if done_at is not None else "-",
+                    ),
+                ).encode()
+            )
+    return token

@@ -1,0 +1,348 @@
+# SPDX-License-Identifier: GPL-2.0
+"""lk: set up, apply, build, check and test the v4.20 y2038 patch series.
+
+One entry point, one subcommand per stage; `setup` and `test` chain them.
+Every stage prints PASS/FAIL/SKIP lines and `test` ends with a summary line
+"N passed, N failed, N skipped".  Nothing here prompts.
+
+Stages:
+  deps      install the Debian packages in scripts/packages.txt
+  base      find (or download and verify) the v4.20 base tree
+  series    check the series file and the patch headers
+  apply     git am the series onto a fresh branch in a separate work tree
+  build     build the configurations in configs/targets/ and count warnings
+  check     per-patch checkpatch --strict, coccicheck, sparse and
+            touched-object builds
+  cocci     coccicheck (report mode) before and after each upstream-bound
+            patch on the C files it touches: no new report
+  baseline  record the warnings of the prerequisite-only tree
+  selftest  test this tool on canned inputs and deliberately broken patches
+  kunit     kunit.py run (Debian's 6.1 tool) on the applied tree
+  qemu      boot the built x86 and arm kernels under QEMU: selftests, KUnit
+            results
+  fuzz      trinity against what the series touches, in the x86 guests,
+            under KASAN, UBSAN, lockdep and kmemleak (debug guests)
+  bench     instructions per system call, prerequisite-only kernels
+            against the tip, under QEMU -icount
+  setup     deps + base + apply + build (full matrix)
+  test      series + apply + check + build (CI matrix) + qemu + fuzz
+            (short, fixed seed) + kunit +
+            selftest
+  send      prepare the upstream-bound patches for mailing under your identity
+  export    regenerate patches/ from a kernel branch (v4.20..prereq..HEAD)
+"""
+
+import argparse
+import os
+import sys
+
+from . import (
+    apply,
+    basetree,
+    build,
+    cocci,
+    common,
+    kunit,
+    percheck,
+    pipeline,
+    qemu_stages,
+    selftest,
+    send,
+    series,
+    warns,
+)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog="lk",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--out",
+        help="work directory (default: $LK_OUT or " "~/.cache/linux-v4.20-work)",
+    )
+    p.add_argument(
+        "--series-dir",
+        default=common.TOP,
+        help="directory holding 'series' and 'patches/'",
+    )
+    p.add_argument(
+        "--no-download",
+        action="store_true",
+        help="never download the base tree from kernel.org",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("deps")
+    sub.add_parser("base")
+    sub.add_parser("series")
+    sub.add_parser("apply")
+    for name in ("build", "test", "setup"):
+        s = sub.add_parser(name)
+        s.add_argument(
+            "--matrix",
+            default="full" if name == "setup" else ("ci" if name == "test" else "full"),
+            help="configs/matrix/NAME lists the targets",
+        )
+        s.add_argument(
+            "--target", action="append", help="build only this target (repeatable)"
+        )
+        s.add_argument(
+            "--goal",
+            action="append",
+            help="make this goal instead of the target's goals "
+            "(repeatable; objects such as net/socket.o: a "
+            "directory goal would also build modules, which "
+            "the warning baselines do not have)",
+        )
+        if name != "test":
+            s.add_argument(
+                "--fresh",
+                action="store_true",
+                help="remove the build directories first",
+            )
+    s = sub.choices["setup"]
+    s.add_argument("--no-deps", action="store_true")
+    s.add_argument(
+        "--no-build",
+        action="store_true",
+        help="only install packages and find the base tree",
+    )
+    for name in ("check", "test"):
+        s = sub.choices[name] if name in sub.choices else sub.add_parser(name)
+        s.add_argument(
+            "--bisect",
+            choices=("touched", "full"),
+            default="touched",
+            help="per patch, build the objects of what it "
+            "touches (default) or all of vmlinux",
+        )
+        s.add_argument("--bisect-target", action="append")
+    t = sub.choices["test"]
+    t.add_argument(
+        "--full",
+        action="store_true",
+        help="what CI leaves out for its time too: the full "
+        "matrix (the x86 defconfigs, x86_64-nocompat, arm and "
+        "arm64 in full) and --bisect=full; run it before "
+        "mailing a series",
+    )
+    t.add_argument("--no-check", action="store_true")
+    t.add_argument(
+        "--no-build",
+        action="store_true",
+        help="build nothing at the tip (and so boot nothing)",
+    )
+    t.add_argument("--no-selftest", action="store_true")
+    t.add_argument(
+        "--no-qemu", action="store_true", help="do not boot the built kernels"
+    )
+    t.add_argument(
+        "--no-fuzz",
+        action="store_true",
+        help="no short fuzz run (lk_fuzz.py --ci) after the boots",
+    )
+    t.add_argument(
+        "--no-kunit",
+        action="store_true",
+        help="do not run kunit.py (configs/matrix/kunit)",
+    )
+    t.add_argument(
+        "--quick",
+        action="store_true",
+        help="selftest without the tests that build kernels",
+    )
+    s = sub.add_parser("selftest")
+    s.add_argument("--quick", action="store_true")
+    s = sub.add_parser(
+        "cocci",
+        help="coccicheck before and after each " "upstream-bound patch (part of check)",
+    )
+    s.add_argument(
+        "--record-baseline",
+        action="store_true",
+        help="check the v4.20 versions of the touched files "
+        "again and record their reports in configs/cocci/"
+        "v4.20.json (after a patch touches a new file, or "
+        "with another spatch)",
+    )
+    s = sub.add_parser("kunit", help="kunit.py run on the applied tree")
+    s.add_argument(
+        "--arch",
+        default="um",
+        help="um (default), x86_64 (with IA32 emulation) or i386",
+    )
+    s.add_argument(
+        "--kunitconfig",
+        action="append",
+        help="a .kunitconfig (repeatable; default " "kunit/all.kunitconfig)",
+    )
+    s.add_argument(
+        "kunit_args", nargs="*", help="more kunit.py run options, after '--'"
+    )
+    s = sub.add_parser("qemu", help="boot the built kernels, run selftests")
+    s.add_argument(
+        "--guest",
+        action="append",
+        help="a guest of configs/qemu/ (repeatable; default all)",
+    )
+    s = sub.add_parser(
+        "fuzz",
+        help="trinity under the sanitizers in the " "x86 guests (scripts/lk_fuzz.py)",
+    )
+    s.add_argument(
+        "--guest",
+        action="append",
+        help="x86 guest of "
+        "configs/qemu/ (repeatable; default x86_64-debug and "
+        "i386-debug; build their targets first)",
+    )
+    s.add_argument("--minutes", type=float, help="fuzzing time per guest (default 30)")
+    s.add_argument(
+        "--seed",
+        type=int,
+        help="run seed (default: random, " "printed; the same seed replays a run)",
+    )
+    s.add_argument(
+        "--phase", action="append", help="only this phase, e.g. root-time (repeatable)"
+    )
+    s.add_argument(
+        "--ci", action="store_true", help="the short fixed-seed run of 'lk test'"
+    )
+    s = sub.add_parser(
+        "bench",
+        help="system call cost, prerequisite-only "
+        "kernels against the tip, in QEMU instruction counts "
+        "(scripts/lk_bench.py)",
+    )
+    s.add_argument(
+        "--guest", action="append", help="x86_64 or i386 (repeatable; default both)"
+    )
+    s.add_argument(
+        "--repeat", type=int, help="tip boots whose counts must " "agree (default 2)"
+    )
+    s.add_argument("--batches", type=int, help="timed batches per case")
+    s.add_argument("--calls", type=int, help="calls per batch")
+    s = sub.add_parser("baseline")
+    s.add_argument("--target", action="append")
+    s = sub.add_parser("send", help="b4 prep branches and mails per topic")
+    s.add_argument(
+        "topics",
+        nargs="*",
+        metavar="TOPIC",
+        help="topics to prepare (default: all); a topic's KUnit "
+        "follow-up comes with it",
+    )
+    s.add_argument(
+        "-v",
+        "--version",
+        type=int,
+        help="make this the version of the topics' cover letters "
+        "(each needs a 'Changes in vN:' paragraph)",
+    )
+    s.add_argument(
+        "-o",
+        "--output-dir",
+        help="where to write the mails (default: "
+        "$LK_OUT/outgoing), one folder per section",
+    )
+    s = sub.add_parser("export")
+    s.add_argument("tree", help="kernel git tree with v4.20, prereq, HEAD")
+    args = p.parse_args(argv)
+    # ccache: paths below the work directory count relative to the build
+    # directory, so that every tree and build directory lk makes there
+    # (the applied tree, the per-patch builds, the selftests' trees)
+    # shares results; and the build directory's name (hashed where -g is
+    # on, as for arm64 and um) does not matter.
+    os.environ.setdefault("CCACHE_BASEDIR", common.out_dir(args))
+    os.environ.setdefault("CCACHE_NOHASHDIR", "1")
+    try:
+        if args.cmd in (
+            "apply",
+            "build",
+            "check",
+            "baseline",
+            "test",
+            "setup",
+            "send",
+            "kunit",
+            "qemu",
+            "cocci",
+            "fuzz",
+            "bench",
+        ):
+            args.lock = pipeline.lock_out(args)
+        if args.cmd == "deps":
+            pipeline.do_deps(args)
+            return 0
+        if args.cmd == "base":
+            path, kind = basetree.find_base(allow_download=not args.no_download)
+            print(path)
+            return 0
+        if args.cmd == "series":
+            r = common.Results()
+            series.do_series(args, r)
+            return pipeline.finish(r)
+        if args.cmd == "apply":
+            apply.do_apply(args)
+            return 0
+        if args.cmd == "build":
+            r = common.Results()
+            build.do_build(args, r)
+            return pipeline.finish(r)
+        if args.cmd == "check":
+            r = common.Results()
+            percheck.do_check(args, r)
+            return pipeline.finish(r)
+        if args.cmd == "baseline":
+            return 0 if warns.do_baseline(args) else 1
+        if args.cmd == "cocci":
+            r = common.Results()
+            cocci.do_cocci(
+                args,
+                r,
+                apply.applied_tree(args),
+                series.read_series(os.path.abspath(args.series_dir)),
+            )
+            return pipeline.finish(r)
+        if args.cmd == "selftest":
+            r = common.Results()
+            selftest.do_selftest(args, r)
+            return pipeline.finish(r)
+        if args.cmd == "kunit":
+            r = common.Results()
+            configs = args.kunitconfig or [
+                os.path.join(common.TOP, "kunit", "all.kunitconfig")
+            ]
+            if args.arch == "x86_64":
+                configs.append(os.path.join(common.TOP, "kunit", "ia32.kunitconfig"))
+            kunit.do_kunit(args, r, args.arch, configs, extra=args.kunit_args)
+            return pipeline.finish(r)
+        if args.cmd == "qemu":
+            r = common.Results()
+            qemu_stages.do_qemu(args, r, args.guest)
+            return pipeline.finish(r)
+        if args.cmd == "bench":
+            r = common.Results()
+            qemu_stages.do_bench(args, r)
+            return pipeline.finish(r)
+        if args.cmd == "fuzz":
+            r = common.Results()
+            qemu_stages.do_fuzz(args, r, args.guest, args.ci)
+            return pipeline.finish(r)
+        if args.cmd == "setup":
+            return pipeline.cmd_setup(args)
+        if args.cmd == "test":
+            return pipeline.cmd_test(args)
+        if args.cmd == "send":
+            return send.cmd_send(args)
+        if args.cmd == "export":
+            return apply.cmd_export(args)
+    except common.Failure as e:
+        print("lk %s: %s" % (args.cmd, e), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print("lk %s: %s" % (args.cmd, e), file=sys.stderr)
+        return 1
+    return 2

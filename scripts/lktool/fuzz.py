@@ -1,0 +1,454 @@
+# SPDX-License-Identifier: GPL-2.0
+"""lk_fuzz: fuzz what the series adds or changes, in the QEMU guests.
+
+The fuzzer is Debian's trinity, unchanged: the x86_64 package installed
+on the host (scripts/packages.txt) in the x86_64 guests, where it also
+makes 32-bit calls through the ia32 entry (int 0x80), and the i386 build
+of the same version in the i386 guests (downloaded with a private apt
+state under $LK_OUT/fuzz/, so the host's dpkg gets no foreign
+architecture).  Each guest boots once and runs the phases below one
+after the other, each as a manifest entry of the guest /init, through
+scripts/qemu/fuzz.c (lk-fuzz), which prepares binderfs and cgroup v2,
+starts trinity with the phase's system calls and its seed, stops it on
+time, and drives binderfs and the cpuset files beside it (trinity has no
+model of them).
+
+Phases (each as root, and as uid 65534 that unshared a user namespace):
+
+  time      ppoll, pselect6, epoll_pwait, rt_sigtimedwait, futex,
+            recvmmsg, set/get_robust_list, socketcall (32-bit), by name
+  time64    the same less pselect6, plus io_pgetevents and the 32-bit
+            numbers 403-423 (the _time64 calls), by leaving every other
+            call out (see TIME_CALLS for why)
+  binderfs  file calls on the devices of a binderfs mount (trinity's
+            victim path), with lk-fuzz's binderfs churn beside it
+  cpuset    file calls on a cgroup v2 subtree with the cpuset controller
+            on, with lk-fuzz's cpuset churn beside it
+
+Every kernel report (KASAN, UBSAN, lockdep, kmemleak, WARNING, BUG, Oops,
+hung task, RCU stall) fails the run, as it does for `lk_qemu.py run`; the
+serial log is kept in $LK_OUT/logs/fuzz-<guest>-<seed>-<date-time>.log
+(no later run, a replay included, overwrites it).  A phase fails when
+trinity did not run for its time, made no call, or the kernel became
+tainted.  Results: "PASS: fuzz x86_64/64: root-time - 12345 calls (seed
+N) in 60s"; last line "N passed, N failed[, N skipped]".
+
+One seed per run (--seed, or a random one, printed first): phase k gets
+trinity seed (seed + k) mod 2^32 and churn seed the same, so a run is
+replayed with `scripts/lk fuzz --seed N` and the same guests and minutes.
+Trinity's children run concurrently, so a replay repeats the calls and
+their arguments, not their interleaving.
+"""
+
+import collections
+import os
+import re
+import secrets
+import sys
+import time
+
+from . import boot, common, fuzz_trinity, qemu, qemu_conf, serial, userspace, verdict
+
+
+FUZZ_C = os.path.join(common.TOP, "scripts", "qemu", "fuzz.c")
+
+
+# The long runs boot these; CI runs a short fixed-seed run on x86_64 and
+# i386 (the kernels it builds anyway).
+DEFAULT_GUESTS = ("x86_64-debug", "i386-debug")
+
+
+CI_GUESTS = ("x86_64", "i386")
+
+
+CI_SEED = 20380119
+
+
+CI_MINUTES = 1
+
+
+# trinity's processes doing calls; few, so that a one-CPU TCG guest keeps up
+CHILDREN = 4
+
+
+# Socket families for trinity's socket cache.  As root, trinity 2023.01
+# dies while it builds the cache, of SIGBUS or of a segfault in its own
+# protocol tables (seen with seeds 1 and 4), so the root phases use only
+# AF_INET (TCP and UDP: enough for recvmmsg); the user phases use every
+# family but the root-only ones.
+ROOT_DOMAIN = "INET"
+
+
+NO_DOMAINS = "PACKET,KEY,LLC"
+
+
+# seconds a phase gets in the guest beyond its fuzzing time: lk-fuzz's
+# set-up, trinity's start (its socket cache) and its stop (STOP_WAIT in
+# fuzz.c is 30), before /init kills the phase as timed out
+PHASE_SLACK = 90
+
+
+RAN_RE = re.compile(r"Ran (\d+) syscalls\. Successes: (\d+)\s+Failures: " r"(\d+)")
+
+
+CHURN_RE = re.compile(r"lk-fuzz: (\w+) churn ops=(\d+) errors=(\d+)")
+
+
+def phase_seed(seed, k):
+    return (seed + k) % (1 << 32)
+
+
+def args_file(phase):
+    """Where a phase's trinity options go in the guest."""
+    return "/lk-qemu/fuzz/%s.args" % phase.name
+
+
+def manifest_lines(plan, seconds, scale=1):
+    """Manifest lines for /init: one per phase.
+
+    plan: [(manifest name, Phase, seed, trinity path in the guest)]
+    """
+    lines = []
+    for name, ph, seed, trinity in plan:
+        argv = (
+            ["/lk-qemu/bin/lk-fuzz"]
+            + list(ph.flags)
+            + [
+                "--seconds",
+                str(seconds),
+                "--seed",
+                str(seed),
+                "--args-file",
+                args_file(ph),
+                "--",
+                trinity,
+                "-q",
+                "-l",
+                "off",
+                "--dangerous",
+                "--clowntown",
+                "-s",
+                str(seed),
+                "-C",
+                str(CHILDREN),
+            ]
+            + (["-P", ROOT_DOMAIN] if "--user" not in ph.flags else ["-E", NO_DOMAINS])
+        )
+        lines.append(
+            "%d %s %s\n" % ((seconds + PHASE_SLACK) * scale, name, " ".join(argv))
+        )
+    return lines
+
+
+def fuzz_initramfs(path, init, driver, trinity, libs, lines, plan):
+    c = userspace.base_cpio(init)
+    for guest_path, src in [
+        ("lk-qemu/bin/lk-fuzz", driver),
+        ("lk-qemu/bin/trinity", trinity),
+    ] + libs:
+        with open(src, "rb") as f:
+            c.file(guest_path, f.read(), 0o755)
+    for _, ph, _, _ in plan:
+        c.file(args_file(ph), (" ".join(ph.args) + "\n").encode())
+    c.file("lk-qemu/manifest", "".join(lines).encode())
+    userspace.write_initramfs(path, c)
+
+
+KNOWN_REPORTS = os.path.join(common.TOP, "configs", "known-reports.txt")
+
+
+Known = collections.namedtuple("Known", "name kind match why")
+
+
+def read_known(path=KNOWN_REPORTS):
+    """The entries of configs/known-reports.txt (see its comment)."""
+    entries, cur, key = [], {}, None
+    with open(path) as f:
+        lines = [l.rstrip("\n") for l in f] + [""]
+    for n, line in enumerate(lines, 1):
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if cur:
+                if set(cur) != {"name", "kind", "match", "why"}:
+                    raise common.Failure(
+                        "%s: entry ending at line %d needs name, "
+                        "kind, match and why" % (path, n)
+                    )
+                try:
+                    rx = re.compile(cur["match"])
+                except re.error as e:
+                    raise common.Failure(
+                        "%s: %s: bad match: %s" % (path, cur["name"], e)
+                    )
+                entries.append(
+                    Known(cur["name"], cur["kind"], rx, " ".join(cur["why"].split()))
+                )
+            cur, key = {}, None
+            continue
+        m = re.match(r"^(\w+):\s+(.*)$", line)
+        if m and not line[0].isspace():
+            key = m.group(1)
+            cur[key] = m.group(2)
+        elif line[0].isspace() and key:
+            cur[key] += " " + line.strip()
+        else:
+            raise common.Failure("%s:%d: not 'key: value'" % (path, n))
+    return entries
+
+
+def known_report(issue, known):
+    """The Known entry an lk_qemu Issue is, or None."""
+    return next(
+        (k for k in known if k.kind == issue.kind and k.match.search(issue.text)), None
+    )
+
+
+def judge_phases(r, plan, seconds, known=()):
+    """Rows for the phases: lk_qemu's judgement plus trinity's call count.
+
+    Kernel reports that are known v4.20 reports (known: read_known()) are
+    SKIP rows of their own instead of failures.
+    """
+    rows = []
+    seen = [(i, known_report(i, known)) for i in r.issues]
+    r.issues = [i for i, k in seen if k is None]
+    for i, k in seen:
+        if k is not None:
+            rows.append(
+                (
+                    "SKIP",
+                    "fuzz %s: known v4.20 report" % r.guest,
+                    "%s during %s: %s (%s in %s); log at %s:%d"
+                    % (
+                        i.kind,
+                        i.during,
+                        i.text[:120],
+                        k.name,
+                        os.path.relpath(KNOWN_REPORTS, common.TOP),
+                        r.log_path,
+                        i.line,
+                    ),
+                )
+            )
+    seeds = {name: seed for name, _, seed, _ in plan}
+    keys = {verdict.result_name("fuzz " + r.guest, n): n for n in seeds}
+    for status, name, detail in verdict.judge(r, prefix="fuzz"):
+        key = keys.get(name)
+        if key is None or key not in r.tests:
+            rows.append((status, name, detail))
+            continue
+        text = "\n".join(t for _, t in r.tests[key].output)
+        ran = RAN_RE.findall(text)
+        churn = CHURN_RE.findall(text)
+        calls = sum(int(x[0]) for x in ran)
+        what = "%d calls (seed %d) in %ds" % (calls, seeds[key], seconds)
+        if churn:
+            what += ", %s" % ", ".join("%s churn %s ops" % (c[0], c[1]) for c in churn)
+        if status == "PASS" and not ran:
+            rows.append(
+                (
+                    "FAIL",
+                    name,
+                    "trinity did not report its calls "
+                    "(no 'Ran N syscalls' line); log at %s:%d"
+                    % (r.log_path, r.tests[key].line),
+                )
+            )
+        elif status == "PASS" and not calls:
+            rows.append(
+                (
+                    "FAIL",
+                    name,
+                    "trinity made no call; log at %s:%d"
+                    % (r.log_path, r.tests[key].line),
+                )
+            )
+        elif status == "PASS":
+            rows.append((status, name, what))
+        else:
+            rows.append((status, name, "%s; %s" % (detail, what)))
+    return rows
+
+
+def fuzz_guest(
+    guest,
+    seed,
+    minutes,
+    tree,
+    scratch,
+    logs,
+    results,
+    build_root=None,
+    echo=False,
+    only=None,
+):
+    name = guest["name"]
+    kernel, bdir = qemu.guest_kernel(guest, build_root)
+    if not os.path.isfile(kernel):
+        results.failed(
+            "fuzz %s: boot" % name,
+            "no kernel at %s; build it "
+            "with 'scripts/lk build --target %s'" % (kernel, guest["target"]),
+        )
+        return None
+    debug, kmemleak = qemu.debug_kernel(bdir)
+    scale = guest["debug_scale"] if debug else 1
+    abi_name = guest["init_abi"]
+    abi = qemu_conf.load_abi(abi_name)
+    blog = os.path.join(logs, "fuzz-build-%s.log" % abi_name)
+    cache = os.path.join(os.path.dirname(scratch), "fuzz")
+    try:
+        trinity, libs = fuzz_trinity.trinity_for(abi_name, cache)
+        init = userspace.build_init(abi, scratch, blog)
+        headers = userspace.export_headers(tree, abi, scratch, blog)
+        driver = userspace.compile_program(
+            abi,
+            FUZZ_C,
+            os.path.join(scratch, "bin", abi_name, "lk-fuzz"),
+            blog,
+            [headers],
+            ["-Wextra"],
+        )
+    except (common.Failure, OSError) as e:
+        results.failed("fuzz %s: build" % name, str(e))
+        return None
+    results.passed(
+        "fuzz %s: build" % name,
+        "lk-fuzz, trinity %s and %d "
+        "librar%s"
+        % (
+            os.path.relpath(trinity, cache) if trinity.startswith(cache) else trinity,
+            len(libs),
+            "y" if len(libs) == 1 else "ies",
+        ),
+    )
+    all_phases = fuzz_trinity.phases(
+        fuzz_trinity.trinity_tables(fuzz_trinity.trinity_listing()),
+        "32" if abi_name == "32" else "32 64",
+    )
+    # a phase keeps its number (and so its seed) when others are left out
+    numbered = [
+        (k, ph) for k, ph in enumerate(all_phases) if not only or ph.name in only
+    ]
+    seconds = max(5, int(minutes * 60 / len(numbered)))
+    plan = [
+        (
+            userspace.manifest_name(abi_name, ph.name),
+            ph,
+            phase_seed(seed, k),
+            "/lk-qemu/bin/trinity",
+        )
+        for k, ph in numbered
+    ]
+    lines = manifest_lines(plan, seconds, scale)
+    initramfs = os.path.join(scratch, name, "fuzz.cpio.gz")
+    fuzz_initramfs(initramfs, init, driver, trinity, libs, lines, plan)
+    names = [(n, (seconds + PHASE_SLACK) * scale) for n, _, _, _ in plan]
+    log_path = os.path.join(
+        logs, "fuzz-%s-%d-%s.log" % (name, seed, time.strftime("%Y%m%d-%H%M%S"))
+    )
+    limit = boot.wall_limit(guest, names, scale, kmemleak)
+    common.log(
+        "fuzz %s: seed %d, %d phases of %ds; serial log at %s"
+        % (name, seed, len(plan), seconds, log_path)
+    )
+    t0 = time.monotonic()
+    try:
+        boot.boot(
+            guest, kernel, initramfs, log_path, [n for n, _ in names], limit, echo=echo
+        )
+    except (common.Failure, OSError) as e:
+        results.failed("fuzz %s: boot" % name, str(e))
+        return None
+    r = serial.parse_log_file(log_path)
+    for row in judge_phases(r, plan, seconds, read_known()):
+        results.add(*row)
+    common.log(
+        "fuzz %s: took %.0fs; replay with: scripts/lk fuzz --guest %s "
+        "--seed %d --minutes %g%s"
+        % (
+            name,
+            time.monotonic() - t0,
+            name,
+            seed,
+            minutes,
+            "".join(" --phase " + ph.name for _, ph in numbered) if only else "",
+        )
+    )
+    return r
+
+
+def main(argv=None):
+    p = qemu.tool_parser("lk_fuzz.py", __doc__)
+    p.add_argument(
+        "--guest",
+        action="append",
+        help="x86 guest of "
+        "configs/qemu/ (repeatable; default: %s)" % " ".join(DEFAULT_GUESTS),
+    )
+    p.add_argument(
+        "--ci",
+        action="store_true",
+        help="the CI run: guests "
+        "%s, seed %d, %g minutes each (options given override)"
+        % (" ".join(CI_GUESTS), CI_SEED, CI_MINUTES),
+    )
+    p.add_argument(
+        "--minutes",
+        type=float,
+        help="fuzzing time per guest, " "shared by its phases (default: 30)",
+    )
+    p.add_argument("--seed", type=int, help="run seed (default: random, " "printed)")
+    p.add_argument(
+        "--phase",
+        action="append",
+        choices=[
+            "%s-%s" % (m, g[0]) for m in ("root", "user") for g in fuzz_trinity.GROUPS
+        ],
+        help="run only this phase (repeatable; default: all)",
+    )
+    p.add_argument("--tree", help="kernel tree (default: $LK_OUT/tree)")
+    p.add_argument(
+        "--build-root",
+        help="directory of the build " "directories (default: $LK_OUT/build)",
+    )
+    p.add_argument(
+        "--echo", action="store_true", help="copy the serial console to stdout"
+    )
+    args = p.parse_args(argv)
+    out = common.out_dir(args.out)
+    guests = args.guest or list(CI_GUESTS if args.ci else DEFAULT_GUESTS)
+    minutes = args.minutes or (CI_MINUTES if args.ci else 30)
+    seed = (
+        args.seed
+        if args.seed is not None
+        else (CI_SEED if args.ci else secrets.randbelow(1 << 31))
+    )
+    results = common.Results()
+    try:
+        tree = os.path.abspath(args.tree or os.path.join(out, "tree"))
+        scratch = os.path.join(out, "qemu")
+        logs = os.path.join(out, "logs")
+        os.makedirs(scratch, exist_ok=True)
+        os.makedirs(logs, exist_ok=True)
+        loaded = [qemu_conf.load_guest(g) for g in guests]
+        common.log("fuzz: seed %d" % seed)
+        for g in loaded:
+            fuzz_guest(
+                g,
+                seed,
+                minutes,
+                tree,
+                scratch,
+                logs,
+                results,
+                args.build_root,
+                args.echo,
+                args.phase,
+            )
+    except (common.Failure, OSError) as e:
+        print("lk_fuzz: %s" % e, file=sys.stderr)
+        return 2
+    common.log(results.summary())
+    return 0 if results.ok() else 1

@@ -1,0 +1,309 @@
+# SPDX-License-Identifier: GPL-2.0
+"""KUnit: Debian's 6.1 kunit.py on the applied tree, and the KTAP the guests print."""
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+
+from . import apply, common, targetconf
+
+
+KUNIT_TARBALL = "/usr/src/linux-source-6.1.tar.xz"
+
+
+KUNIT_TOOL_DIR = "tools/testing/kunit"
+
+
+def kunit_tarball():
+    path = os.environ.get("LK_KUNIT_TARBALL") or KUNIT_TARBALL
+    if not os.path.exists(path):
+        raise common.Failure(
+            "%s is missing: it carries the kunit.py that lk uses "
+            "(package linux-source-6.1; run 'scripts/lk deps')" % path
+        )
+    return path
+
+
+def install_kunit_tool(tree, out):
+    """Put Debian's 6.1 kunit.py into the applied tree; return its path.
+
+    v4.20 has no tools/testing/kunit.  kunit.py finds the kernel tree from
+    its own location, so it has to sit inside the tree it builds; the copy
+    is untracked there and replaced on every call.  Its UML config asks
+    for virtio options that v4.20 does not have, so ours replaces it.
+    """
+    if (
+        common.run(
+            ["git", "ls-files", "--error-unmatch", KUNIT_TOOL_DIR],
+            cwd=tree,
+            capture=True,
+            check=False,
+        ).returncode
+        == 0
+    ):
+        return os.path.join(tree, KUNIT_TOOL_DIR, "kunit.py")
+    tarball = kunit_tarball()
+    st = os.stat(tarball)
+    stamp = "%s %d %d" % (tarball, st.st_size, int(st.st_mtime))
+    cache = os.path.join(out, "kunit-tool")
+    stamp_file = os.path.join(cache, ".stamp")
+    src = os.path.join(cache, "linux-source-6.1", KUNIT_TOOL_DIR)
+    have = ""
+    if os.path.exists(stamp_file):
+        with open(stamp_file) as f:
+            have = f.read()
+    if have != stamp or not os.path.exists(os.path.join(src, "kunit.py")):
+        if os.path.isdir(cache):
+            shutil.rmtree(cache)
+        os.makedirs(cache)
+        common.run(
+            ["tar", "-xJf", tarball, "-C", cache, "linux-source-6.1/" + KUNIT_TOOL_DIR],
+            capture=True,
+        )
+        with open(stamp_file, "w") as f:
+            f.write(stamp)
+    dest = os.path.join(tree, KUNIT_TOOL_DIR)
+    if os.path.isdir(dest):
+        shutil.rmtree(dest)
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(
+        os.path.join(common.TOP, "configs", "kunit", "arch_uml.config"),
+        os.path.join(dest, "configs", "arch_uml.config"),
+    )
+    return os.path.join(dest, "kunit.py")
+
+
+def kunit_make_options():
+    """kunit.py's --make_options: what make_cmd() adds for a native build.
+
+    A build directory that `lk build` made and `kunit.py run` then uses
+    must see the same compiler commands, or kunit.py rebuilds it all."""
+    if shutil.which("ccache"):
+        return ["--make_options=CC=ccache gcc", "--make_options=HOSTCC=ccache gcc"]
+    return []
+
+
+def configure_kunit(t, tree, build_dir, logfile, before_tip):
+    """Configure a target the way kunit.py does, by `kunit.py config`.
+
+    kunit.py writes a .config from t's .kunitconfig (and its UML options),
+    runs olddefconfig and fails if an option of the .kunitconfig did not
+    stick; it also keeps the .kunitconfig in the build directory, so that
+    a later `kunit.py run` there with the same .kunitconfig keeps the
+    .config.  With before_tip, the lines naming a symbol that the tree does
+    not define yet are left out.
+    """
+    kunitconfig = os.path.join(common.TOP, t["kunitconfig"])
+    if before_tip:
+        defined = targetconf.kconfig_symbols(tree)
+        kept = []
+        with open(kunitconfig) as f:
+            for line in f:
+                symbol = targetconf.config_line_symbol(line.strip())
+                if symbol and symbol not in defined:
+                    continue
+                kept.append(line)
+        kunitconfig = build_dir.rstrip("/") + ".kunitconfig"
+        with open(kunitconfig, "w") as f:
+            f.writelines(kept)
+    tool = install_kunit_tool(
+        tree, os.path.dirname(os.path.dirname(os.path.abspath(build_dir)))
+    )
+    r = common.run(
+        [
+            sys.executable,
+            tool,
+            "config",
+            "--arch=" + t["arch"],
+            "--build_dir=" + build_dir,
+            "--kunitconfig=" + kunitconfig,
+        ]
+        + kunit_make_options(),
+        cwd=tree,
+        env=kunit_tool_env(),
+        logfile=logfile,
+        check=False,
+    )
+    if r.returncode:
+        raise common.Failure(
+            "config %s: kunit.py config exited %d; log at %s"
+            % (t["name"], r.returncode, logfile)
+        )
+
+
+def kunit_rows(json_path, label, results):
+    """Report every test case of a kunit.py --json file; return the count."""
+    try:
+        with open(json_path) as f:
+            top = json.load(f)
+    except (OSError, ValueError):
+        return 0
+    n = 0
+
+    def walk(group, prefix):
+        nonlocal n
+        for case in group.get("test_cases", []):
+            n += 1
+            # kunit.py leaves the name empty for what a crash cut short.
+            name = "kunit %s: %s%s" % (label, prefix, case["name"] or "(cut short)")
+            if case["status"] == "PASS":
+                results.passed(name)
+            elif case["status"] == "SKIP":
+                results.skipped(name)
+            else:
+                results.failed(name, case["status"])
+        for sub in group.get("sub_groups", []):
+            walk(sub, prefix + (sub["name"] or "(cut short)") + ".")
+
+    walk(top, "")
+    return n
+
+
+def kunit_tool_env():
+    env = common.make_env()
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def do_kunit(args, results, arch, kunitconfigs, name=None, extra=()):
+    """kunit.py run on the applied tree; one result per test case.
+
+    name labels the results and logs.  On UML the build directory is the
+    um build target's ($LK_OUT/build/um), which `lk build` configures with
+    `kunit.py config` for kunit/all.kunitconfig: after CI's build stage
+    kunit.py finds that kernel current, and a run with other .kunitconfigs
+    rebuilds only what they change.  Other architectures build in
+    $LK_OUT/kunit/<name>.
+    """
+    out = common.out_dir(args)
+    tree = apply.applied_tree(args)
+    tool = install_kunit_tool(tree, out)
+    name = name or arch
+    if arch == "um":
+        build_dir = os.path.join(out, "build", "um")
+    else:
+        build_dir = os.path.join(out, "kunit", name)
+    os.makedirs(os.path.dirname(build_dir), exist_ok=True)
+    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    logfile = os.path.join(out, "logs", "kunit-%s.log" % name)
+    json_path = os.path.join(out, "logs", "kunit-%s.json" % name)
+    if os.path.exists(json_path):
+        os.unlink(json_path)
+    open(logfile, "w").close()
+    cmd = [
+        sys.executable,
+        tool,
+        "run",
+        "--arch=" + arch,
+        "--build_dir=" + build_dir,
+        "--jobs=" + common.jobs(),
+        "--json=" + json_path,
+    ] + kunit_make_options()
+    for k in kunitconfigs:
+        cmd.append("--kunitconfig=" + os.path.abspath(k))
+    cmd += list(extra)
+    t0 = time.time()
+    r = common.run_watched(
+        cmd,
+        logfile,
+        "kunit " + name,
+        re.compile(r"\S"),
+        "lines of kunit.py output",
+        cwd=tree,
+        env=kunit_tool_env(),
+        timeout=3600,
+    )
+    secs = time.time() - t0
+    n = kunit_rows(json_path, name, results)
+    if r.returncode:
+        if not results.has_failure("kunit %s:" % name):
+            with open(logfile, errors="replace") as f:
+                text = f.read()
+            results.failed(
+                "kunit: " + name,
+                "kunit.py exited %d after %ds; "
+                "%s; log at %s" % (r.returncode, secs, text.strip()[-300:], logfile),
+            )
+        else:
+            common.log("kunit: %s failed after %ds; log at %s" % (name, secs, logfile))
+        return False
+    if not n:
+        results.failed("kunit: " + name, "kunit.py ran no test; log at %s" % logfile)
+        return False
+    results.passed("kunit: " + name, "%d cases in %ds" % (n, secs))
+    return True
+
+
+def kunit_section(log_path):
+    """The kernel part of a serial log: where KUnit prints, before /init."""
+    lines = []
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if re.search(r"Freeing unused kernel|Run /init|lk-qemu ", line):
+                break
+            lines.append(line)
+    return "".join(lines)
+
+
+def parse_guest_kunit(args, results, guest, log_path):
+    """Check the KUnit results that a QEMU guest printed while booting."""
+    out = common.out_dir(args)
+    tool = install_kunit_tool(apply.applied_tree(args), out)
+    parse_kunit_log(tool, log_path, "qemu-" + guest, os.path.join(out, "logs"), results)
+
+
+def parse_kunit_log(tool, log_path, label, logdir, results):
+    """kunit.py parse the kernel part of a serial log; report each case."""
+    if not os.path.exists(log_path):
+        results.failed("kunit: " + label, "no serial log at %s" % log_path)
+        return False
+    ktap = os.path.join(logdir, "kunit-%s.log" % label)
+    with open(ktap, "w") as f:
+        f.write(kunit_section(log_path))
+    json_path = os.path.join(logdir, "kunit-%s.json" % label)
+    if os.path.exists(json_path):
+        os.unlink(json_path)
+    r = common.run(
+        [sys.executable, tool, "parse", "--json=" + json_path, ktap],
+        cwd=logdir,
+        env=kunit_tool_env(),
+        capture=True,
+        check=False,
+    )
+    n = kunit_rows(json_path, label, results)
+    if not n:
+        results.failed(
+            "kunit: " + label,
+            "no KUnit results in %s (kunit.py "
+            "parse exited %d)" % (log_path, r.returncode),
+        )
+        return False
+    if r.returncode:
+        if not results.has_failure("kunit %s:" % label):
+            results.failed(
+                "kunit: " + label,
+                "kunit.py parse exited %d; " "see %s" % (r.returncode, ktap),
+            )
+        return False
+    results.passed("kunit: " + label, "%d cases" % n)
+    return True
+
+
+def conf_has_kunit(build_dir):
+    try:
+        with open(os.path.join(build_dir, ".config")) as f:
+            return "CONFIG_KUNIT=y\n" in f.read()
+    except OSError:
+        return False
+
+
+def kunit_runs():
+    """What `lk test` runs with kunit.py: configs/matrix/kunit."""
+    runs = []
+    for line in targetconf.matrix("kunit"):
+        words = line.split()
+        runs.append((words[0], [os.path.join(common.TOP, w) for w in words[1:]]))
+    return runs

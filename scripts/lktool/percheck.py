@@ -1,0 +1,381 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The per-patch checks: a build of what each upstream-bound patch touches,
+and sparse before and after it."""
+
+import collections
+import os
+import shutil
+import threading
+
+from . import apply, build, checkpatch, cocci, common, kbuild, series, targetconf, warns
+
+
+def touched_files(tree, commit):
+    """(kept, deleted): the files a commit adds or changes, and removes."""
+    out = common.git(
+        ["diff-tree", "--no-commit-id", "--name-status", "-r", "-M", commit], cwd=tree
+    )
+    kept, deleted = [], []
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if parts[0].startswith("D"):
+            deleted.append(parts[1])
+        else:
+            if parts[0].startswith("R"):
+                deleted.append(parts[1])
+            kept.append(parts[-1])
+    return kept, deleted
+
+
+def sparse_check(t, tree, build_dir, cfiles, logfile):
+    """Sparse warnings of the given C files (forced with C=2).
+
+    Returns (warnings, checked, problems): files outside this
+    architecture's image are left out of `checked`; a make failure is a
+    problem, never an empty result.  One make checks all the files: each
+    make first checks that the whole build's preparation is up to date,
+    which costs more than sparse on one file.
+    """
+    checked = [
+        c for c in cfiles if not kbuild.outside_image(c, common.srcarch(t["arch"]))
+    ]
+    if not checked:
+        return collections.Counter(), [], []
+    objs = [c[:-2] + ".o" for c in checked]
+    r = common.run(
+        build.make_cmd(t, build_dir, tree) + ["C=2"] + objs, capture=True, check=False
+    )
+    with open(logfile, "a") as f:
+        f.write("$ make C=2 %s\n%s%s" % (" ".join(objs), r.stdout, r.stderr))
+    if r.returncode:
+        return (
+            collections.Counter(),
+            [],
+            [
+                "make C=2 %s failed: %s"
+                % (" ".join(objs), warns.first_error(r.stdout + r.stderr))
+            ],
+        )
+    return (
+        warns.parse_warnings(
+            r.stderr, roots=warns.build_roots(build_dir, tree), errors=True
+        ),
+        checked,
+        [],
+    )
+
+
+def built_objects(build_dir, cfiles):
+    """The C files whose object exists in build_dir."""
+    return [c for c in cfiles if os.path.exists(os.path.join(build_dir, c[:-2] + ".o"))]
+
+
+def sparse_after(t, tree, bdir, cfiles, slog):
+    """Sparse on the C files of a patch at the patch: (files, warnings,
+    problems).  Only files whose object the configuration builds are
+    checked (the build at the patch has just made them)."""
+    open(slog, "w").close()
+    files = built_objects(bdir, cfiles)
+    if not files:
+        return files, None, []
+    after, _, probs = sparse_check(t, tree, bdir, files, slog)
+    return files, after, probs
+
+
+def sparse_patch(
+    e, commit, tree, t, bdir, cfiles, slog, after_state, results, previous=None
+):
+    """Sparse on the C files of one patch, after (after_state, from
+    sparse_after(); None if the build at the patch failed) and before
+    it: no new warning.
+
+    previous is the (files, warnings) that this returned for the patch
+    before: where that patch checked the same files, its result is the
+    one at this patch's parent, and is not made again.
+    """
+    name = "sparse: " + e.path
+    if after_state is None:
+        results.skipped(name, "the %s build at this patch failed" % t["name"])
+        return None
+    files, after, probs = after_state
+    if not files:
+        if cfiles:
+            results.skipped(name, "no C file of this patch is built for %s" % t["name"])
+        else:
+            results.skipped(name, "the patch changes no C file")
+        return None
+    if probs:
+        results.failed(name, "%s; log at %s" % (probs[0], slog))
+        return None
+    if previous is not None and set(previous[0]) == set(files):
+        before = previous[1]
+    else:
+        common.git(["checkout", "-q", "-f", commit + "^"], cwd=tree)
+        try:
+            old = [f for f in files if os.path.exists(os.path.join(tree, f))]
+            before, _, probs = sparse_check(t, tree, bdir, old, slog)
+        finally:
+            common.git(["checkout", "-q", "-f", commit], cwd=tree)
+        if probs:
+            results.failed(name, "at the parent: %s; log at %s" % (probs[0], slog))
+            return None
+    # The rule of the build warnings: a header's warning counts once per
+    # includer, so a new C file would be blamed for the headers' old ones.
+    new = warns.new_warnings(after, before)
+    if new:
+        results.failed(
+            name,
+            "%d new warning(s), first: %s; log at %s"
+            % (sum(new.values()), sorted(new)[0], slog),
+        )
+    else:
+        results.passed(name, "%d C file(s), no new warnings" % len(files))
+    return files, after
+
+
+def fragments_hold(t, tree, bdir):
+    """Whether every line of t's fragments that the tree at its checked-out
+    commit can honour is in bdir's .config.
+
+    At a patch that changes a Kconfig file, kbuild's syncconfig gives the
+    symbols it adds their defaults; that is the configuration the target
+    asks for unless a fragment sets one of them (the binderfs option at
+    the binderfs patch), and only then must the target be configured
+    again.  A .kunitconfig target is always configured again.
+    """
+    if t.get("kunitconfig"):
+        return False
+    try:
+        with open(os.path.join(bdir, ".config")) as f:
+            have = set(l.strip() for l in f)
+    except OSError:
+        return False
+    unmet = [
+        symbol for _, line, symbol in targetconf.fragment_lines(t) if line not in have
+    ]
+    return not unmet or not set(unmet) & targetconf.kconfig_symbols(tree)
+
+
+def do_check(
+    args, results, tree=None, entries=None, commits=None, with_checkpatch=True
+):
+    """checkpatch (unless `lk test` runs it beside its builds), sparse and
+    builds at each upstream-bound patch."""
+    out = common.out_dir(args)
+    series_dir = os.path.abspath(args.series_dir)
+    tree = tree or apply.applied_tree(args)
+    if entries is None:
+        entries = series.read_series(series_dir)
+    if commits is None:
+        commits = apply.patch_commits(tree, entries)
+    upstream = [e for e in entries if e.upstream]
+    if not upstream:
+        results.skipped("check", "the series has no upstream-bound patch yet")
+        return
+    if not shutil.which("sparse"):
+        raise common.Failure("sparse is not installed; run 'scripts/lk deps'")
+    logdir = os.path.join(out, "logs")
+    os.makedirs(logdir, exist_ok=True)
+    if with_checkpatch:
+        checkpatch.do_checkpatch(args, results, tree, entries)
+        cocci.guarded_cocci(args, results, tree, entries, commits)
+    targets = [
+        targetconf.load_target(n)
+        for n in (args.bisect_target or targetconf.matrix("bisect"))
+    ]
+    if not targets:
+        raise common.Failure(
+            "no target to build at each patch (configs/matrix/" "bisect is empty)"
+        )
+    configured = set()
+    # The C files the upstream-bound patches add or change (and keep): a
+    # patch of headers alone is built at its place as those of them that
+    # include the headers (header_users()).
+    own = set(
+        common.git(
+            ["diff", "--name-only", "--diff-filter=d", "prereq", "series"], cwd=tree
+        ).split()
+    )
+
+    def ready(t, bdir, logfile, kconfig_changed=False):
+        # Where a patch changes a Kconfig file, the symbols it adds get
+        # their defaults from kbuild's syncconfig, unless a fragment sets
+        # one of them: then the target is configured again, or the
+        # symbol would not have the value the fragment asks for.
+        if t["name"] in configured and not kconfig_changed:
+            return
+        if t["name"] in configured and fragments_hold(t, tree, bdir):
+            # What make would do first anyway; done here so that the
+            # goals are chosen from the .config this commit builds.
+            common.run(build.make_cmd(t, bdir, tree) + ["syncconfig"], logfile=logfile)
+            return
+        build.configure(t, tree, bdir, logfile, before_tip=True)
+        configured.add(t["name"])
+
+    previous = None
+    try:
+        for e in upstream:
+            commit = commits[e.path]
+            files, deleted = touched_files(tree, commit)
+            cfiles = [f for f in files if f.endswith(".c")]
+            stem = series.slug(os.path.basename(e.path))
+            kconfig = any(
+                os.path.basename(f).startswith("Kconfig") for f in files + deleted
+            )
+            common.git(["checkout", "-q", "-f", commit], cwd=tree)
+
+            def makefile_diff(path, commit=commit):
+                return common.git(["diff", commit + "^", commit, "--", path], cwd=tree)
+
+            slog = os.path.join(logdir, "sparse-%s.log" % stem)
+            sparse = {}
+            users, users_lock = {}, threading.Lock()
+
+            def build_one(t, rows):
+                """Build the patch for target t; its rows go to rows.
+                The targets build side by side: each make spends most of
+                its time on one core, checking what is up to date."""
+                what = "build %s: %s" % (t["name"], e.path)
+                try:
+                    build_at(t, what, rows)
+                except (common.Failure, OSError) as err:
+                    rows.append(("FAIL", what, str(err)))
+                if t is targets[0] and rows[-1][0] == "FAIL":
+                    sparse["after"] = None
+
+            def build_at(t, what, rows):
+                bdir = os.path.join(out, "bisect", t["name"])
+                blog = os.path.join(logdir, "bisect-%s-%s.log" % (t["name"], stem))
+                open(blog, "w").close()
+                dirs = (
+                    kbuild.build_dirs_for(files, common.srcarch(t["arch"]), deleted)
+                    if args.bisect == "touched"
+                    else ["vmlinux"]
+                )
+                sources, header_only = files, False
+                image = [
+                    f
+                    for f in files + deleted
+                    if not kbuild.outside_image(f, common.srcarch(t["arch"]))
+                ]
+                if (
+                    args.bisect == "touched"
+                    and dirs == ["vmlinux"]
+                    and image
+                    and all(f.endswith(".h") and f in files for f in image)
+                ):
+                    # Headers alone: the objects of the series' own C
+                    # files that include them, not all of vmlinux (the
+                    # tip's full builds compile every other user, and
+                    # --bisect=full builds all of vmlinux here).
+                    key = common.srcarch(t["arch"])
+                    with users_lock:
+                        if key not in users:
+                            users[key] = [
+                                f
+                                for f in kbuild.header_users(tree, image, key)
+                                if f in own
+                            ]
+                    sources = users[key]
+                    dirs = sorted({os.path.dirname(f) + "/" for f in sources})
+                    header_only = True
+                try:
+                    ready(t, bdir, blog, kconfig)
+                except common.Failure as err:
+                    rows.append(("FAIL", what, str(err)))
+                    return
+                if not dirs:
+                    rows.append(
+                        (
+                            "PASS",
+                            what,
+                            "nothing in this " "architecture's image changes",
+                        )
+                    )
+                    return
+                goals = kbuild.patch_goals(
+                    tree, bdir, dirs, sources, makefile_diff, objects_only=header_only
+                )
+                if not goals:
+                    rows.append(
+                        (
+                            "SKIP",
+                            what,
+                            "none of %s is built in this "
+                            "configuration" % ", ".join(d + "*" for d in dirs),
+                        )
+                    )
+                    return
+                r = common.run_watched(
+                    build.make_cmd(t, bdir, tree) + goals,
+                    blog,
+                    what,
+                    build.BUILD_STEP_RE,
+                    "files built",
+                )
+                with open(blog, errors="replace") as f:
+                    text = f.read()
+                built = built_objects(bdir, cfiles)
+                if r.returncode:
+                    rows.append(
+                        (
+                            "FAIL",
+                            what,
+                            "make %s failed: %s; log at %s"
+                            % (" ".join(goals), warns.first_error(text), blog),
+                        )
+                    )
+                    return
+                if cfiles and not built and goals != ["vmlinux"]:
+                    rows.append(
+                        (
+                            "SKIP",
+                            what,
+                            "none of %s is built in this "
+                            "configuration" % ", ".join(cfiles),
+                        )
+                    )
+                else:
+                    rows.append(
+                        (
+                            "PASS",
+                            what,
+                            "make %s%s"
+                            % (
+                                " ".join(goals),
+                                ""
+                                if len(built) == len(cfiles)
+                                else " (%d of %d touched C files are in this "
+                                "configuration)" % (len(built), len(cfiles)),
+                            ),
+                        )
+                    )
+                if t is targets[0]:
+                    sparse["after"] = sparse_after(t, tree, bdir, cfiles, slog)
+
+            rows = [[] for _ in targets]
+            threads = [
+                threading.Thread(target=build_one, args=(t, r))
+                for t, r in zip(targets, rows)
+            ]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            for r in rows:
+                for row in r:
+                    results.add(*row)
+            previous = sparse_patch(
+                e,
+                commit,
+                tree,
+                targets[0],
+                os.path.join(out, "bisect", targets[0]["name"]),
+                cfiles,
+                slog,
+                sparse.get("after", ([], None, [])),
+                results,
+                previous,
+            )
+    finally:
+        common.git(["checkout", "-q", "-f", "series"], cwd=tree)

@@ -1,0 +1,232 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The chained stages: deps, setup and test."""
+
+import fcntl
+import os
+import subprocess
+import time
+
+from . import (
+    apply,
+    basetree,
+    build,
+    checkpatch,
+    cocci,
+    common,
+    kunit,
+    percheck,
+    qemu_stages,
+    selftest,
+    series,
+    topics,
+)
+
+
+def do_deps(args):
+    with open(os.path.join(common.TOP, "scripts", "packages.txt")) as f:
+        pkgs = [l.split("#", 1)[0].strip() for l in f]
+    pkgs = [p for p in pkgs if p]
+    r = common.run(
+        ["dpkg-query", "-W", "-f", "${Package} ${Status}\\n"] + pkgs,
+        capture=True,
+        check=False,
+    )
+    have = set(
+        l.split()[0]
+        for l in r.stdout.splitlines()
+        if l.endswith("install ok installed")
+    )
+    missing = [p for p in pkgs if p not in have]
+    if not missing:
+        common.log("deps: all %d packages installed" % len(pkgs))
+        return
+    common.log("deps: installing %s" % " ".join(missing))
+    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    common.run(sudo + ["apt-get", "update", "-qq"], env=env)
+    common.run(
+        sudo + ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing,
+        env=env,
+    )
+
+
+def finish(results):
+    common.log(results.summary())
+    return 0 if results.ok() else 1
+
+
+class Stages:
+    """Times the stages of `lk test` and prints them as a table at the end,
+    with the results each stage added."""
+
+    def __init__(self, results):
+        self.results = results
+        self.rows = []
+
+    def run(self, name, fn, *exceptions, fail_name=None):
+        """Run fn(); a listed exception becomes a FAIL row (fail_name, or
+        the stage's name)."""
+        common.log("stage: %s" % name)
+        n0, t0 = len(self.results.rows), time.time()
+        value = None
+        try:
+            value = fn()
+        except exceptions as e:
+            self.results.failed(fail_name or name, str(e))
+        rows = self.results.rows[n0:]
+        self.rows.append(
+            (
+                name,
+                time.time() - t0,
+                [sum(1 for r in rows if r[0] == s) for s in ("PASS", "FAIL", "SKIP")],
+            )
+        )
+        common.log("stage: %s took %ds" % (name, self.rows[-1][1]))
+        return value
+
+    def table(self):
+        lines = ["stage times:"]
+        for name, secs, (p, f, s) in self.rows:
+            lines.append(
+                "  %-10s %5ds  %4d passed, %d failed, %d skipped"
+                % (name, secs, p, f, s)
+            )
+        lines.append("  %-10s %5ds" % ("total", sum(r[1] for r in self.rows)))
+        return "\n".join(lines)
+
+
+# The guests of the short fuzz run in `lk test` (lk_fuzz.py --ci); the
+# long runs on the debug guests are `lk fuzz`.
+FUZZ_CI_GUESTS = ("x86_64", "i386")
+
+
+def cmd_test(args):
+    if args.full:
+        # What CI leaves out for its time: the x86 defconfigs,
+        # x86_64-nocompat, arm and arm64 in full, and all of vmlinux at
+        # every patch.  Run before a series is mailed.
+        args.matrix, args.bisect = "full", "full"
+    results = common.Results()
+    stages = Stages(results)
+    t0 = time.time()
+    if not stages.run("series", lambda: series.do_series(args, results)):
+        common.log(stages.table())
+        return finish(results)
+    applied = stages.run(
+        "apply", lambda: apply.do_apply(args, results), common.Failure, OSError
+    )
+    if applied is None:
+        common.log(stages.table())
+        return finish(results)
+    tree, entries, commits = applied
+    qemu_ran = []
+    # checkpatch reads the tree at the tip, which the build stage leaves
+    # alone: it runs there, beside the builds, not before the check
+    # stage's per-patch checkouts.  So does the topics check (git am in a
+    # worktree of its own).
+    side = []
+    if args.no_build:
+        stages.run(
+            "topics",
+            lambda: topics.do_topics(args, results, tree, entries),
+            common.Failure,
+            OSError,
+        )
+    else:
+        side.append(lambda r: topics.do_topics(args, r, tree, entries))
+    if not args.no_check:
+        if not args.no_build:
+            side.append(lambda r: checkpatch.do_checkpatch(args, r, tree, entries))
+            side.append(lambda r: cocci.guarded_cocci(args, r, tree, entries, commits))
+        stages.run(
+            "check",
+            lambda: percheck.do_check(
+                args, results, tree, entries, commits, with_checkpatch=not side
+            ),
+            common.Failure,
+            OSError,
+        )
+    # Always from empty build directories: an incremental build would not
+    # print the warnings of the objects it did not rebuild.
+    args.fresh = True
+    if not args.no_build:
+        stages.run(
+            "build",
+            lambda: build.do_build(args, results, side),
+            common.Failure,
+            OSError,
+        )
+    if not args.no_qemu and not args.no_build:
+        built = set(
+            row[1][len("build: ") :]
+            for row in results.rows
+            if row[0] == "PASS" and row[1].startswith("build: ")
+        )
+        guests = [
+            g
+            for g in qemu_stages.qemu_guests()
+            if common.read_kv(os.path.join(common.TOP, "configs", "qemu", g + ".conf"))[
+                "target"
+            ]
+            in built
+        ]
+        if guests:
+            stages.run(
+                "qemu",
+                lambda: qemu_stages.do_qemu(args, results, guests),
+                common.Failure,
+                OSError,
+            )
+            qemu_ran = guests
+        fuzzed = [g for g in FUZZ_CI_GUESTS if g in guests]
+        if fuzzed and not args.no_fuzz:
+            stages.run(
+                "fuzz",
+                lambda: qemu_stages.do_fuzz(args, results, fuzzed, ci=True),
+                common.Failure,
+                OSError,
+            )
+    if not args.no_kunit:
+        for arch, configs in kunit.kunit_runs():
+            stages.run(
+                "kunit " + arch,
+                lambda: kunit.do_kunit(args, results, arch, configs),
+                common.Failure,
+                OSError,
+                subprocess.TimeoutExpired,
+                fail_name="kunit: " + arch,
+            )
+    if not args.no_selftest:
+        stages.run("selftest", lambda: selftest.do_selftest(args, results, qemu_ran))
+    common.log(stages.table())
+    common.log("test: finished in %ds" % (time.time() - t0))
+    return finish(results)
+
+
+def cmd_setup(args):
+    if not args.no_deps:
+        do_deps(args)
+    basetree.find_base(allow_download=not args.no_download)
+    if args.no_build:
+        return 0
+    results = common.Results()
+    if not series.do_series(args, results):
+        return finish(results)
+    try:
+        apply.do_apply(args, results)
+        build.do_build(args, results)
+    except common.Failure as e:
+        results.failed("setup", str(e))
+    return finish(results)
+
+
+def lock_out(args):
+    """Hold $LK_OUT/.lock for this process: one lk at a time per work dir."""
+    out = common.out_dir(args)
+    os.makedirs(out, exist_ok=True)
+    f = open(os.path.join(out, ".lock"), "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise common.Failure("another lk is working in %s; wait for it to finish" % out)
+    return f

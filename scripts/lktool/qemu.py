@@ -1,0 +1,417 @@
+# SPDX-License-Identifier: GPL-2.0
+"""lk_qemu: boot built v4.20 kernels under QEMU (TCG) and run selftests.
+
+Each stage is usable alone; `run` chains them for every guest:
+
+  build      compile the selftests of configs/selftests.txt statically for
+             a user-space ABI (64: gcc, 32: i686-linux-gnu-gcc, arm64:
+             aarch64-linux-gnu-gcc, arm: arm-linux-gnueabihf-gcc), against
+             the uapi headers exported from the kernel tree, plus the guest
+             /init (scripts/qemu/init.c)
+  initramfs  pack /init, /dev/console, the test binaries and a manifest
+             into a gzipped cpio (newc) archive
+  boot       boot a guest kernel with an initramfs under TCG (never KVM),
+             keep the serial log, stop at a wall-clock limit, report
+  parse      report on a serial log that `boot` wrote
+  run        build + initramfs + boot for the guests in configs/qemu/
+
+Output: one line per result ("PASS: qemu x86_64/64: valid-adjtimex",
+"FAIL: qemu i386/32: foo - exit 1; log at PATH:LINE", "PASS: qemu
+arm64/arm: futex_y2038": guest, then ABI), then
+"N passed, N failed[, N skipped]"; the exit status is 1 on any failure,
+2 when the tool cannot run at all (bad arguments or data files).
+
+Data files:
+  configs/qemu/<guest>.conf   per guest: target (build directory name),
+                              kernel (path in the build directory), qemu,
+                              qemu_args, memory, smp, console, append, abis,
+                              init_abi, boot_timeout, poweroff_timeout,
+                              debug_scale, kmemleak_timeout; optional:
+                              tests = <name> ... (selftests of its ABIs, by
+                              their selftests.txt names; default: all of
+                              them; an unknown name is an error), expect and
+                              expect_<x> (see Expectations)
+  configs/qemu/abi/<abi>.conf  per user-space ABI (64, 32, arm64, arm):
+                              cc, headers_arch, headers_inputs, cflags
+  configs/selftests.txt       which tests, for which ABIs, with which flags
+
+Markers.  The host draws a random token per boot and passes it on the
+kernel command line (lkqemu.token=); /init prefixes every marker with it
+("lk-qemu <token> begin <name>", "... end <name> exit=0 time=0.25", "...
+done ran=N"), so test output cannot imitate one, and the parser also checks
+their order.  The log starts with "# lk-qemu-host <token> ..." lines (guest,
+expected tests, command) written before qemu starts, and ends with one
+written after it stopped (exit status, timings, whether it was killed).
+
+Expectations.  Each expect or expect_<x> key of a guest is a Python
+regular expression that must match its serial log (re.search, MULTILINE):
+one result row per key, "qemu <guest>: expect <x>", PASS or FAIL.  The
+log is matched as the parser reads it: carriage returns removed (so '$'
+ends a line), kernel records that cut into a line of user-space output
+moved to lines of their own, the "# lk-qemu-host" lines left out; a test's
+output lines are there as it printed them (kernel lines keep their
+"[    1.234567] "), so "expect_paca = ^# HWCAP_PACA: present$" matches
+the line that a test printed.  In these values '#' is text, not a comment;
+an empty value expects nothing.  They are checked only when init finished
+its tests ("done" marker); otherwise each is a FAIL (unproven).  `parse`
+does not check them.
+
+Time limits.  Each test has its own limit in the guest (init kills its
+process group and goes on).  The host kills qemu at a wall-clock limit of
+boot_timeout + the sum of the test limits (+ kmemleak_timeout on kmemleak
+kernels; everything times debug_scale on KASAN or kmemleak kernels), or
+poweroff_timeout after the "done" marker.  No "done" marker means that the
+guest crashed or hung, which is a failure.
+
+Environment: LK_OUT (default ~/.cache/linux-v4.20-work) holds the kernel
+tree (tree/), the build directories (build/<target>/), the logs (logs/) and
+this tool's scratch directory (qemu/).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+from . import boot, common, qemu_conf, serial, userspace, verdict
+
+
+def guest_kernel(guest, build_root=None, build_dir=None):
+    """(kernel path, build directory) of a guest."""
+    if build_dir is None:
+        build_dir = os.path.join(
+            build_root or os.path.join(common.out_dir(), "build"), guest["target"]
+        )
+    return os.path.join(build_dir, guest["kernel"]), build_dir
+
+
+def debug_kernel(build_dir):
+    """(scale needed, has kmemleak) from the build directory's .config."""
+    cfg = qemu_conf.kernel_config(build_dir)
+    kmemleak = "CONFIG_DEBUG_KMEMLEAK" in cfg
+    return ("CONFIG_KASAN" in cfg or kmemleak), kmemleak
+
+
+def boot_and_report(
+    guest,
+    kernel,
+    initramfs,
+    names_timeouts,
+    log_path,
+    results,
+    limit=None,
+    kmemleak=False,
+    scale=1,
+    echo=False,
+    append="",
+):
+    """Boot, parse and report; return the Report (None if qemu did not run).
+
+    names_timeouts: [(manifest name, seconds in the guest)].  The guest's
+    expect keys are judged too.
+    """
+    if limit is None:
+        limit = boot.wall_limit(guest, names_timeouts, scale, kmemleak)
+    try:
+        boot.boot(
+            guest,
+            kernel,
+            initramfs,
+            log_path,
+            [n for n, _ in names_timeouts],
+            limit,
+            echo=echo,
+            append=append,
+        )
+    except (common.Failure, OSError) as e:
+        results.failed("qemu %s: boot" % guest["name"], str(e))
+        r = None
+    else:
+        r = serial.parse_log_file(log_path)
+        for row in verdict.judge(r):
+            results.add(*row)
+    for row in verdict.judge_expects(guest, r, log_path):
+        results.add(*row)
+    return r
+
+
+def run_guest(
+    guest,
+    specs,
+    tree,
+    scratch,
+    logs,
+    results,
+    build_root=None,
+    build_dir=None,
+    limit=None,
+    echo=False,
+    built_cache=None,
+    kernel=None,
+):
+    """build + initramfs + boot + parse for one guest.
+
+    The kernel is <build dir>/<guest kernel> unless `kernel` names one (the
+    build directory still provides .config).
+    """
+    name = guest["name"]
+    default_kernel, bdir = guest_kernel(guest, build_root, build_dir)
+    kernel = kernel or default_kernel
+    if not os.path.isfile(kernel):
+        results.failed(
+            "qemu %s: boot" % name,
+            "no kernel at %s; build it "
+            "with 'scripts/lk build --target %s'" % (kernel, guest["target"]),
+        )
+        return None
+    debug, kmemleak = debug_kernel(bdir)
+    scale = guest["debug_scale"] if debug else 1
+    built_cache = built_cache if built_cache is not None else {}
+    specs = qemu_conf.guest_tests(guest, specs)
+    tests = []
+    for abi_name in guest["abis"]:
+        # Guests of one ABI share its binaries if they run the same tests.
+        key = (abi_name, tuple(guest["tests"] or ()))
+        if key not in built_cache:
+            abi = qemu_conf.load_abi(abi_name)
+            blog = os.path.join(logs, "qemu-build-%s.log" % abi_name)
+            if os.path.exists(blog) and not any(k[0] == abi_name for k in built_cache):
+                os.unlink(blog)
+            built_cache[key] = userspace.build_tests(
+                specs, abi, scratch, blog, tree, results
+            )
+        tests.extend(built_cache[key])
+    init_key = ("init", guest["init_abi"])
+    if init_key not in built_cache:
+        blog = os.path.join(logs, "qemu-build-%s.log" % guest["init_abi"])
+        try:
+            built_cache[init_key] = userspace.build_init(
+                qemu_conf.load_abi(guest["init_abi"]), scratch, blog
+            )
+        except (common.Failure, OSError) as e:
+            results.failed("qemu build/%s: init" % guest["init_abi"], str(e))
+            return None
+    initramfs = os.path.join(scratch, name, "initramfs.cpio.gz")
+    userspace.make_initramfs(initramfs, built_cache[init_key], tests, scale)
+    names = [
+        (userspace.manifest_name(t.abi, t.spec.name), t.spec.timeout * scale)
+        for t in tests
+    ]
+    log_path = os.path.join(logs, "qemu-%s.log" % name)
+    t0 = time.monotonic()
+    r = boot_and_report(
+        guest,
+        kernel,
+        initramfs,
+        names,
+        log_path,
+        results,
+        limit=limit,
+        kmemleak=kmemleak,
+        scale=scale,
+        echo=echo,
+    )
+    common.log(
+        "qemu %s: boot and tests took %.1fs; serial log at %s"
+        % (name, time.monotonic() - t0, log_path)
+    )
+    return r
+
+
+def tool_parser(prog, doc, out_note=""):
+    """The command line of a QEMU stage tool: its docstring and --out."""
+    p = argparse.ArgumentParser(
+        prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--out",
+        help="work directory (default: $LK_OUT or "
+        "~/.cache/linux-v4.20-work)" + out_note,
+    )
+    return p
+
+
+def main(argv=None):
+    p = tool_parser("lk_qemu.py", __doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common_options(s, guests=True):
+        s.add_argument("--tree", help="kernel tree (default: $LK_OUT/tree)")
+        s.add_argument(
+            "--tests",
+            default=qemu_conf.SELFTESTS,
+            help="selftest list (default: configs/selftests.txt)",
+        )
+        s.add_argument("--scratch", help="scratch directory (default: " "$LK_OUT/qemu)")
+        s.add_argument("--logs", help="log directory (default: " "$LK_OUT/logs)")
+        if guests:
+            s.add_argument(
+                "--guest",
+                action="append",
+                help="guest of " "configs/qemu/ (repeatable; default: all)",
+            )
+            s.add_argument(
+                "--set",
+                action="append",
+                default=[],
+                metavar="KEY=VALUE",
+                help="override a key of the " "guests' .conf (e.g. smp=2; repeatable)",
+            )
+
+    def kernels(s):
+        s.add_argument(
+            "--build-root",
+            help="directory of the build " "directories (default: $LK_OUT/build)",
+        )
+        s.add_argument(
+            "--build-dir",
+            help="the build directory of the one " "--guest given (e.g. a KASAN build)",
+        )
+        s.add_argument(
+            "--timeout",
+            type=int,
+            help="wall-clock limit in "
+            "seconds (default: from the guest's .conf and the "
+            "test limits)",
+        )
+        s.add_argument(
+            "--echo", action="store_true", help="copy the serial console to stdout"
+        )
+
+    s = sub.add_parser("build", help="build the selftests and /init")
+    common_options(s, guests=False)
+    s.add_argument(
+        "--abi",
+        action="append",
+        choices=qemu_conf.abi_names(),
+        help="user-space ABI of configs/qemu/abi/ (repeatable; " "default: all)",
+    )
+    s = sub.add_parser("initramfs", help="pack an initramfs for a guest")
+    common_options(s)
+    s.add_argument(
+        "-o", "--output", help="default: " "$LK_OUT/qemu/<guest>/initramfs.cpio.gz"
+    )
+    s = sub.add_parser("boot", help="boot a guest with its initramfs")
+    common_options(s)
+    kernels(s)
+    s.add_argument("--initramfs", help="default: what 'initramfs' wrote")
+    s = sub.add_parser("parse", help="report on a serial log")
+    s.add_argument("log", nargs="+")
+    s = sub.add_parser("run", help="build, initramfs and boot every guest")
+    common_options(s)
+    kernels(s)
+    args = p.parse_args(argv)
+
+    out = common.out_dir(args.out)
+    results = common.Results()
+    try:
+        if args.cmd == "parse":
+            for path in args.log:
+                for row in verdict.judge(serial.parse_log_file(path)):
+                    results.add(*row)
+            common.log(results.summary())
+            return 0 if results.ok() else 1
+        tree = os.path.abspath(args.tree or os.path.join(out, "tree"))
+        scratch = os.path.abspath(args.scratch or os.path.join(out, "qemu"))
+        logs = os.path.abspath(args.logs or os.path.join(out, "logs"))
+        os.makedirs(scratch, exist_ok=True)
+        os.makedirs(logs, exist_ok=True)
+        specs = qemu_conf.read_selftests(args.tests)
+        if args.cmd == "build":
+            for name in args.abi or qemu_conf.abi_names():
+                abi = qemu_conf.load_abi(name)
+                blog = os.path.join(logs, "qemu-build-%s.log" % name)
+                if os.path.exists(blog):
+                    os.unlink(blog)
+                userspace.build_tests(specs, abi, scratch, blog, tree, results)
+                try:
+                    userspace.build_init(abi, scratch, blog)
+                except common.Failure as e:
+                    results.failed("qemu build/%s: init" % name, str(e))
+            common.log(results.summary())
+            return 0 if results.ok() else 1
+        overrides = {}
+        for kv in args.set:
+            if "=" not in kv:
+                raise common.Failure("--set wants KEY=VALUE, not %r" % kv)
+            k, v = kv.split("=", 1)
+            overrides[k.strip()] = v.strip()
+        guests = [
+            qemu_conf.load_guest(g, overrides=overrides)
+            for g in (args.guest or qemu_conf.guest_names())
+        ]
+        for g in guests:
+            qemu_conf.guest_tests(g, specs)  # a bad 'tests' key stops them all
+        if getattr(args, "build_dir", None) and len(guests) != 1:
+            raise common.Failure("--build-dir needs exactly one --guest")
+        if args.cmd == "run":
+            cache = {}
+            for g in guests:
+                run_guest(
+                    g,
+                    specs,
+                    tree,
+                    scratch,
+                    logs,
+                    results,
+                    args.build_root,
+                    args.build_dir,
+                    args.timeout,
+                    args.echo,
+                    cache,
+                )
+            common.log(results.summary())
+            return 0 if results.ok() else 1
+        # initramfs / boot: from binaries that 'build' left in scratch
+        for g in guests:
+            tests = []
+            for abi_name in g["abis"]:
+                for s in qemu_conf.guest_tests(g, specs):
+                    path = os.path.join(scratch, "bin", abi_name, s.name)
+                    if abi_name not in s.abis:
+                        continue
+                    if not os.path.exists(path):
+                        raise common.Failure(
+                            "no %s: run 'lk_qemu.py build' first" % path
+                        )
+                    tests.append(userspace.Built(s, abi_name, path))
+            init = os.path.join(scratch, "bin", g["init_abi"], "init")
+            default_rd = os.path.join(scratch, g["name"], "initramfs.cpio.gz")
+            if args.cmd == "initramfs":
+                if not os.path.exists(init):
+                    raise common.Failure("no %s: run 'lk_qemu.py build' first" % init)
+                path = args.output or default_rd
+                userspace.make_initramfs(path, init, tests)
+                common.log("initramfs: %s" % path)
+                continue
+            kernel, bdir = guest_kernel(g, args.build_root, args.build_dir)
+            debug, kmemleak = debug_kernel(bdir)
+            scale = g["debug_scale"] if debug else 1
+            rd = args.initramfs or default_rd
+            if not os.path.exists(rd):
+                raise common.Failure("no %s: run 'lk_qemu.py initramfs' first" % rd)
+            if scale != 1 and not args.initramfs:
+                userspace.make_initramfs(rd, init, tests, scale)
+            names = [
+                (userspace.manifest_name(t.abi, t.spec.name), t.spec.timeout * scale)
+                for t in tests
+            ]
+            boot_and_report(
+                g,
+                kernel,
+                rd,
+                names,
+                os.path.join(logs, "qemu-%s.log" % g["name"]),
+                results,
+                args.timeout,
+                kmemleak,
+                scale,
+                args.echo,
+            )
+        if args.cmd == "boot":
+            common.log(results.summary())
+            return 0 if results.ok() else 1
+        return 0
+    except (common.Failure, OSError) as e:
+        print("lk_qemu %s: %s" % (args.cmd, e), file=sys.stderr)
+        return 2

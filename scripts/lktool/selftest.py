@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The tools' own unit tests, run as a stage: one result per test."""
+
+import os
+import re
+import sys
+import threading
+
+from . import common
+
+
+# The groups of lktool/tests/__main__.py and the tags of their results.
+SELFTEST_SCRIPTS = (
+    ("lk", "selftest"),
+    ("qemu", "selftest-qemu"),
+    ("fuzz", "selftest-fuzz"),
+    ("bench", "selftest-bench"),
+)
+# How the tests are run: the directory's __main__.py, then the group.
+TESTS = os.path.join("scripts", "lktool", "tests")
+
+
+def do_selftest(args, results, qemu_ran=()):
+    """Run the tools' own tests and report each of them.
+
+    The groups run side by side: lk mostly compiles,
+    qemu mostly waits for one-CPU QEMU guests, and
+    fuzz and bench take seconds, so together they
+    take little more than the longest.  qemu_ran names the guests whose
+    listed selftests the qemu stage of this run has just run; the QEMU
+    tests do not boot them for that again.
+    """
+    runs, errors = {}, []
+
+    def one(script, tag):
+        try:
+            runs[tag] = run_selftest_script(args, script, tag, qemu_ran)
+        except (OSError, common.Failure) as e:
+            errors.append("%s: %s" % (tag, e))
+
+    threads = [threading.Thread(target=one, args=st) for st in SELFTEST_SCRIPTS]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for script, tag in SELFTEST_SCRIPTS:
+        if tag in runs:
+            report_selftest_script(results, script, tag, *runs[tag])
+    for e in errors:
+        results.failed("selftest", e)
+
+
+# "test_x (lktool.tests.m.Class.test_x) ... ok" (Python 3.11; before it
+# "test_x (m.Class) ... ok"), or "setUpClass (m.Class) ... skipped".
+UNITTEST_HEAD_RE = re.compile(r"^(\w+) \(([\w.]+)\)(?: \.\.\. (.*))?$")
+
+
+# A test with a docstring: unittest -v prints its first line, then " ... ".
+UNITTEST_DOC_RE = re.compile(r"^.* \.\.\. (.*)$")
+
+
+UNITTEST_DONE_RE = re.compile(r"(\.\.\. |^)(\[[^]\n]*\] )*" r"(ok|FAIL|ERROR|skipped)")
+
+
+UNITTEST_OUTCOME_RE = re.compile(
+    r"^(?:\[[^]\n]*\] )*" r"(ok|FAIL|ERROR|skipped.*|expected failure)$"
+)
+
+
+def unittest_outcomes(text):
+    """(Class.test, outcome) from `unittest -v` output.
+
+    Output a test prints (a warning, say) can split "test (...) ... ok"
+    over several lines; the outcome is then the next line that is one.
+    """
+    pending, doc = None, False
+    for line in text.splitlines():
+        m = UNITTEST_HEAD_RE.match(line)
+        if m:
+            where = m.group(2).split(".")
+            if where[-1] == m.group(1) and len(where) > 1:
+                where.pop()
+            pending = "%s.%s" % (where[-1], m.group(1))
+            doc = m.group(3) is None
+            line = m.group(3) or ""
+        elif doc:
+            doc = False
+            d = UNITTEST_DOC_RE.match(line)
+            if d:
+                line = d.group(1)
+        if pending is None:
+            continue
+        o = UNITTEST_OUTCOME_RE.match(line)
+        if o:
+            yield pending, o.group(1)
+            pending = None
+
+
+def run_selftest_script(args, script, tag, qemu_ran=()):
+    """Run one of the tools' test scripts: (exit status, log file)."""
+    cmd = [sys.executable, os.path.join(common.TOP, TESTS), script]
+    if args.quick:
+        cmd.insert(2, "--quick")
+    env = dict(
+        os.environ, LK_OUT=common.out_dir(args), LK_QEMU_STAGE_GUESTS=" ".join(qemu_ran)
+    )
+    logfile = os.path.join(common.out_dir(args), "logs", "%s.log" % tag)
+    os.makedirs(os.path.dirname(logfile), exist_ok=True)
+    open(logfile, "w").close()
+    r = common.run_watched(cmd, logfile, tag, UNITTEST_DONE_RE, "tests done", env=env)
+    return r.returncode, logfile
+
+
+def report_selftest_script(results, script, tag, returncode, logfile):
+    """One result per test of a script's `unittest -v` log."""
+    with open(logfile, errors="replace") as f:
+        text = f.read()
+    seen = 0
+    for test, outcome in unittest_outcomes(text):
+        # A skipped class reports "setUpClass (...) ... skipped", which
+        # unittest's "Ran N tests" does not count.
+        if not test.endswith(".setUpClass"):
+            seen += 1
+        name = "%s: %s" % (tag, test)
+        if outcome == "ok":
+            results.passed(name)
+        elif outcome.startswith("skipped"):
+            results.skipped(name, outcome[len("skipped ") :].strip("'"))
+        else:
+            results.failed(name, "see %s" % logfile)
+    ran = re.search(r"^Ran (\d+) tests? in ", text, re.M)
+    if ran and int(ran.group(1)) != seen:
+        results.failed(
+            tag,
+            "%s %s ran %s tests but %d outcomes could "
+            "be read; log at %s" % (TESTS, script, ran.group(1), seen, logfile),
+        )
+    if returncode and not results.has_failure(tag + ":"):
+        results.failed(
+            tag, "%s %s exited %d; log at %s" % (TESTS, script, returncode, logfile)
+        )
+    elif not seen:
+        results.failed(tag, "%s %s ran no test; log at %s" % (TESTS, script, logfile))

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Build targets and matrices of configs/, and the stamp of a target's warning baseline."""
+
+import hashlib
+import os
+import re
+
+from . import common, series
+
+
+def targets_dir():
+    return os.path.join(common.TOP, "configs", "targets")
+
+
+def load_target(name):
+    path = os.path.join(targets_dir(), name + ".conf")
+    if not os.path.exists(path):
+        raise common.Failure("unknown build target %s (no %s)" % (name, path))
+    t = common.read_kv(path)
+    for key in ("arch", "goals"):
+        if key not in t:
+            raise common.Failure("%s: missing '%s'" % (path, key))
+    if ("defconfig" in t) == ("kunitconfig" in t):
+        raise common.Failure("%s: want either 'defconfig' or 'kunitconfig'" % path)
+    t["name"] = name
+    t.setdefault("defconfig", "")
+    t.setdefault("kunitconfig", "")
+    t.setdefault("cross_compile", "")
+    t["fragments"] = t.get("fragments", "").split()
+    t["goals"] = t["goals"].split()
+    t["ci_goals"] = t["ci_goals"].split() if "ci_goals" in t else None
+    t["bisect"] = t.get("bisect", "no") == "yes"
+    t["baseline_fails"] = t.get("baseline_fails", "").split()
+    return t
+
+
+def matrix(name):
+    path = os.path.join(common.TOP, "configs", "matrix", name)
+    if not os.path.exists(path):
+        raise common.Failure("unknown matrix %s (no %s)" % (name, path))
+    with open(path) as f:
+        return [l.split("#", 1)[0].strip() for l in f if l.split("#", 1)[0].strip()]
+
+
+def kconfig_only_options(patch):
+    """The options a patch adds if it changes Kconfig files only and adds
+    options that are off unless something selects or sets them (no
+    default, and selected only by options the patch adds); else None.
+
+    Such a patch changes no configuration that does not set one of its
+    options, so a baseline of a target whose fragments set none of them
+    does not depend on it.
+    """
+    files = re.findall(r"(?m)^diff --git a/\S+ b/(\S+)$", patch)
+    if not files or not all(os.path.basename(f).startswith("Kconfig") for f in files):
+        return None
+    added = [
+        l[1:]
+        for l in patch.splitlines()
+        if l.startswith("+") and not l.startswith("+++")
+    ]
+    removed = [
+        l for l in patch.splitlines() if l.startswith("-") and not l.startswith("---")
+    ]
+    if removed or any(
+        re.match(r"\s*(default|def_bool|def_tristate)\b", l) for l in added
+    ):
+        return None
+    return re.findall(r"(?m)^\s*(?:menu)?config\s+(\w+)", "\n".join(added))
+
+
+def baseline_stamp(series_dir, t):
+    """What a target's warnings depend on besides the upstream patches.
+
+    The prerequisite patches, what the target's .conf says about a full
+    build (architecture, compiler, defconfig, fragments and goals; not its
+    comments nor its CI goals) and its fragments, and the compiler's
+    version: a baseline made with any of them different is stale.
+    """
+    h = hashlib.sha256()
+    frag_bytes = []
+    for frag in t["fragments"]:
+        with open(os.path.join(common.TOP, "configs", frag), "rb") as f:
+            frag_bytes.append(f.read())
+    fragments = b"".join(frag_bytes).decode("utf-8", "replace")
+    for e in series.read_series(series_dir):
+        if not e.upstream:
+            with open(os.path.join(series_dir, "patches", e.path), "rb") as f:
+                text = f.read()
+            added = kconfig_only_options(text.decode("utf-8", "replace"))
+            if added is not None and not any(
+                re.search(r"(?m)^CONFIG_%s=" % o, fragments) for o in added
+            ):
+                continue  # its options are off in this target
+            h.update(text)
+    h.update(
+        (
+            "arch=%s cross_compile=%s defconfig=%s fragments=%s goals=%s\n"
+            % (
+                t["arch"],
+                t["cross_compile"],
+                t["defconfig"],
+                " ".join(t["fragments"]),
+                " ".join(t["goals"]),
+            )
+        ).encode()
+    )
+    if t.get("baseline_fails"):
+        h.update(("baseline_fails=%s\n" % " ".join(t["baseline_fails"])).encode())
+    for data in frag_bytes:
+        h.update(data)
+    if t["kunitconfig"]:
+        h.update(("kunitconfig=%s\n" % t["kunitconfig"]).encode())
+        for path in (
+            os.path.join(common.TOP, t["kunitconfig"]),
+            os.path.join(common.TOP, "configs", "kunit", "arch_uml.config"),
+        ):
+            with open(path, "rb") as f:
+                h.update(f.read())
+    cc = common.run([t["cross_compile"] + "gcc", "--version"], capture=True)
+    h.update(cc.stdout.splitlines()[0].encode())
+    return h.hexdigest()[:16]
+
+
+# kbuild's configuration targets that read KCONFIG_ALLCONFIG: a target
+# naming one as its defconfig gets its fragments through it (configure()).
+ALLCONFIG_TARGETS = ("allnoconfig", "allyesconfig", "allmodconfig", "alldefconfig")
+
+
+CONFIG_LINE_RE = re.compile(r"^(?:CONFIG_(\w+)=|# CONFIG_(\w+) is not set)")
+
+
+def config_line_symbol(line):
+    """The symbol that a .config-style line sets or unsets, or None."""
+    m = CONFIG_LINE_RE.match(line)
+    return m and (m.group(1) or m.group(2))
+
+
+def fragment_lines(t):
+    """(fragment path, line, symbol) of each setting in t's fragments."""
+    found = []
+    for frag in t["fragments"]:
+        path = os.path.join(common.TOP, "configs", frag)
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                symbol = config_line_symbol(line)
+                if symbol:
+                    found.append((path, line, symbol))
+    return found
+
+
+def read_config(path):
+    """{CONFIG_FOO: value} of a .config."""
+    config = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^(CONFIG_\w+)=(.*)$", line.strip())
+            if m:
+                config[m.group(1)] = m.group(2)
+    return config
+
+
+def kconfig_symbols(tree):
+    """The names of the config symbols that the tree's Kconfig files define."""
+    out = common.run(
+        [
+            "git",
+            "grep",
+            "-h",
+            "-I",
+            "-E",
+            r"^[[:space:]]*(menu)?config[[:space:]]+[A-Za-z0-9_]+"
+            r"[[:space:]]*(#.*)?$",
+            "--",
+            "*Kconfig*",
+        ],
+        cwd=tree,
+        capture=True,
+        check=False,
+    )
+    if out.returncode not in (0, 1):
+        raise common.Failure(
+            "cannot list the Kconfig symbols of %s: %s" % (tree, out.stderr.strip())
+        )
+    return set(l.split()[1] for l in out.stdout.splitlines())

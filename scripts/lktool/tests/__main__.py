@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Run the tests of lktool:
+
+  python3 scripts/lktool/tests [--quick] [GROUP ...]
+
+GROUP is one of lk, qemu, fuzz, bench (default: all of them, in that
+order).  --quick leaves out the tests that need a base tree, a compiler
+or a QEMU boot; they are reported as skipped, never as passed.  Each
+test prints one `unittest -v` line, which `scripts/lk selftest` reads.
+"""
+import importlib
+import os
+import sys
+import unittest
+
+# Run as `python3 scripts/lktool/tests`: the package is two levels up.
+sys.path.insert(
+    0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
+
+GROUPS = {
+    "lk": (
+        "series_test",
+        "goals_test",
+        "ci_goals_test",
+        "stages_test",
+        "config_test",
+        "warnings_test",
+        "kselftest_test",
+        "cocci_test",
+        "kunit_test",
+        "checkpatch_test",
+        "broken_test",
+    ),
+    "qemu": ("qemu_parser_test", "qemu_data_test", "qemu_build_test", "qemu_boot_test"),
+    "fuzz": ("fuzz_test", "fuzz_driver_test"),
+    "bench": ("bench_test", "bench_output_test"),
+}
+
+
+def main(argv):
+    args = list(argv)
+    if "--quick" in args:
+        args.remove("--quick")
+        os.environ["LK_TEST_QUICK"] = "1"
+    unknown = [a for a in args if a not in GROUPS]
+    if unknown:
+        print(
+            "usage: python3 scripts/lktool/tests [--quick] [%s ...]" % "|".join(GROUPS),
+            file=sys.stderr,
+        )
+        return 2
+    suite = unittest.TestSuite()
+    loader = unittest.TestLoader()
+    for group in args or list(GROUPS):
+        for name in GROUPS[group]:
+            module = importlib.import_module("lktool.tests." + name)
+            suite.addTests(loader.loadTestsFromModule(module))
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tests of the reduced goals that CI builds for a target (ci_goals)."""
+
+import collections
+import os
+import shutil
+import tempfile
+import unittest
+from unittest import mock
+
+from .. import apply, build, common, kbuild, targetconf
+from .support import TOP, write
+
+
+class ReducedGoals(unittest.TestCase):
+    """Reduced builds name objects, and are judged by the committed
+    baseline of the target's full goals."""
+
+    def setUp(self):
+        self.tree = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tree)
+        write(
+            os.path.join(self.tree, "kernel", "Makefile"),
+            "obj-y = fork.o signal.o\n"
+            "obj-$(CONFIG_SIGNAL_TEST) += signal_test.o\n"
+            "obj-$(CONFIG_FUTEX) += futex.o\n",
+        )
+        self.config = {
+            "CONFIG_SIGNAL_TEST": "y",
+            "CONFIG_FUTEX": "y",
+            "CONFIG_MOD": "m",
+        }
+
+    def test_an_object_list_change_builds_what_it_adds(self):
+        diff = (
+            "--- a/kernel/Makefile\n+++ b/kernel/Makefile\n"
+            "@@ -1,2 +1,3 @@\n obj-y = fork.o signal.o\n"
+            "+obj-$(CONFIG_SIGNAL_TEST) += signal_test.o\n"
+            "-ifeq ($(CONFIG_COMPAT),y)\n"
+            "-obj-$(CONFIG_FUTEX) += futex_compat.o\n"
+            "-endif\n"
+        )
+        self.assertEqual(
+            kbuild.list_only_change(diff), "obj-$(CONFIG_SIGNAL_TEST) += signal_test.o"
+        )
+        self.assertEqual(
+            kbuild.object_goals(
+                self.tree,
+                self.config,
+                "kernel/",
+                ["kernel/Makefile", "kernel/signal_test.c", "kernel/futex.c"],
+                makefile_diff=lambda path: diff,
+            ),
+            ["kernel/signal_test.o", "kernel/futex.o"],
+        )
+
+    def test_other_makefile_changes_need_the_directory(self):
+        for diff in (
+            "+ccflags-y += -DX\n",
+            "+obj-y += a.o \\\n",
+            "+ifeq ($(CONFIG_X),y)\n+obj-y += a.o\n",
+            "+$(obj)/x.o: FORCE\n",
+        ):
+            self.assertIsNone(kbuild.list_only_change(diff), diff)
+            self.assertIsNone(
+                kbuild.object_goals(
+                    self.tree,
+                    self.config,
+                    "kernel/",
+                    ["kernel/Makefile", "kernel/signal.c"],
+                    makefile_diff=lambda path: diff,
+                ),
+                diff,
+            )
+        # without the diff, a changed Makefile cannot be judged
+        self.assertIsNone(
+            kbuild.object_goals(self.tree, self.config, "kernel/", ["kernel/Makefile"])
+        )
+
+    def test_a_kconfig_change_alone_builds_nothing_there(self):
+        self.assertEqual(
+            kbuild.object_goals(self.tree, self.config, "lib/", ["lib/Kconfig.debug"]),
+            [],
+        )
+        self.assertEqual(
+            kbuild.ci_goals_for(
+                {"arch": "arm", "goals": ["zImage"], "ci_goals": ["scripts_dtc"]},
+                ["lib/Kconfig.debug", "kernel/signal.c"],
+                tree=self.tree,
+                config=self.config,
+            ),
+            ["scripts_dtc", "kernel/signal.o"],
+        )
+
+    def test_modules_are_left_out_of_reduced_builds(self):
+        write(
+            os.path.join(self.tree, "fs", "Makefile"),
+            "obj-y += select.o\nobj-$(CONFIG_MOD) += mod.o\n",
+        )
+        touched = ["fs/select.c", "fs/mod.c"]
+        self.assertEqual(
+            kbuild.object_goals(self.tree, self.config, "fs/", touched),
+            ["fs/select.o", "fs/mod.o"],
+        )
+        self.assertEqual(
+            kbuild.object_goals(
+                self.tree, self.config, "fs/", touched, builtin_only=True
+            ),
+            ["fs/select.o"],
+        )
+
+    def test_patch_goals(self):
+        write(
+            os.path.join(self.tree, "build", ".config"),
+            "CONFIG_FUTEX=y\n# CONFIG_SIGNAL_TEST is not set\n",
+        )
+        bdir = os.path.join(self.tree, "build")
+        self.assertEqual(
+            kbuild.patch_goals(self.tree, bdir, ["vmlinux"], [], None), ["vmlinux"]
+        )
+        self.assertEqual(
+            kbuild.patch_goals(
+                self.tree,
+                bdir,
+                ["kernel/"],
+                ["kernel/futex.c", "kernel/signal_test.c"],
+                None,
+            ),
+            ["kernel/futex.o"],
+        )
+        self.assertEqual(
+            kbuild.patch_goals(self.tree, bdir, ["kernel/"], ["kernel/Makefile"], None),
+            ["kernel/"],
+        )
+
+    def test_ci_builds_are_judged_by_the_committed_baseline(self):
+        seen = []
+
+        def fake_build(t, tree, out, goals, results, baseline_dir, **kw):
+            seen.append((t["name"], goals, baseline_dir))
+
+        args = collections.namedtuple("Args", "out series_dir target matrix fresh")(
+            self.tree, TOP, None, "ci", True
+        )
+        with mock.patch.object(
+            apply, "applied_tree", return_value=self.tree
+        ), mock.patch.object(
+            common,
+            "git",
+            side_effect=lambda a, **kw: ""
+            if "--diff-filter=D" in a
+            else "kernel/signal.c",
+        ), mock.patch.object(
+            targetconf, "matrix", return_value=["arm"]
+        ), mock.patch.object(
+            targetconf, "baseline_stamp", return_value="s"
+        ), mock.patch.object(
+            build, "target_config", return_value=self.config
+        ), mock.patch.object(
+            build, "build_target", fake_build
+        ):
+            build.do_build(args, common.Results())
+        t = targetconf.load_target("arm")
+        self.assertEqual(
+            seen,
+            [
+                (
+                    "arm",
+                    t["ci_goals"] + ["kernel/signal.o"],
+                    os.path.join(TOP, "configs", "warnings"),
+                )
+            ],
+        )

@@ -1,0 +1,423 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tests of the targets of configs/: configuration, baseline stamps,
+guest kernels."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from unittest import mock
+
+from .. import build, common, kunit, percheck, series, targetconf, warns
+from .support import TOP, read, write
+
+
+class KconfigSymbols(unittest.TestCase):
+    """configure() checks only fragment lines whose symbol the tree has."""
+
+    def test_symbols_of_every_kconfig_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(
+                os.path.join(d, "Kconfig"), "menuconfig ANDROID\n" '\tbool "Android"\n'
+            )
+            write(
+                os.path.join(d, "drivers", "Kconfig.debug"),
+                "config FOO_DEBUG\n\tbool\n  config INDENTED\n"
+                "# config COMMENTED\n\thelp\n\t  config of BAR\n",
+            )
+            write(os.path.join(d, "drivers", "notes.txt"), "config TXT\n")
+            subprocess.run(["git", "init", "-q", d], check=True)
+            subprocess.run(["git", "-C", d, "add", "."], check=True)
+            self.assertEqual(
+                targetconf.kconfig_symbols(d), {"ANDROID", "FOO_DEBUG", "INDENTED"}
+            )
+
+    def configure(self, fragment, config, before_tip):
+        with tempfile.TemporaryDirectory() as d:
+            frag = os.path.join(d, "test.config")
+            write(frag, fragment)
+            bdir = os.path.join(d, "build")
+            write(os.path.join(bdir, ".config"), config)
+            t = {
+                "name": "test",
+                "fragments": [frag],
+                "arch": "x86_64",
+                "cross_compile": "",
+                "defconfig": "defconfig",
+            }
+            with mock.patch.object(common, "run"), mock.patch.object(
+                targetconf, "kconfig_symbols", return_value={"OLD", "OFF"}
+            ):
+                build.configure(
+                    t, d, bdir, os.path.join(d, "log"), before_tip=before_tip
+                )
+
+    def kunit_configure(self, before_tip, returncode=0):
+        """configure() of a kunitconfig target: (kunit.py command, the
+        .kunitconfig it was given)."""
+        with tempfile.TemporaryDirectory() as d:
+            kc = os.path.join(d, "test.kunitconfig")
+            write(kc, "# suites\nCONFIG_OLD=y\nCONFIG_NEW=y\n")
+            t = {
+                "name": "test",
+                "fragments": [],
+                "arch": "um",
+                "cross_compile": "",
+                "defconfig": "",
+                "kunitconfig": kc,
+            }
+            calls = []
+
+            def fake_run(cmd, **kw):
+                arg = [a for a in cmd if a.startswith("--kunitconfig=")][0]
+                with open(arg.split("=", 1)[1]) as f:
+                    calls.append((cmd, f.read()))
+                return subprocess.CompletedProcess(cmd, returncode)
+
+            with mock.patch.object(
+                common, "run", side_effect=fake_run
+            ), mock.patch.object(
+                kunit, "install_kunit_tool", return_value="/t/kunit.py"
+            ), mock.patch.object(
+                targetconf, "kconfig_symbols", return_value={"OLD"}
+            ):
+                build.configure(
+                    t,
+                    d,
+                    os.path.join(d, "build"),
+                    os.path.join(d, "log"),
+                    before_tip=before_tip,
+                )
+            self.assertEqual(len(calls), 1)
+            return calls[0]
+
+    def test_kunitconfig_target_is_configured_by_kunit_py(self):
+        cmd, kc = self.kunit_configure(before_tip=False)
+        self.assertEqual(cmd[1:3], ["/t/kunit.py", "config"])
+        self.assertIn("--arch=um", cmd)
+        self.assertEqual(kc, "# suites\nCONFIG_OLD=y\nCONFIG_NEW=y\n")
+
+    def test_kunitconfig_before_the_tip_leaves_out_unknown_symbols(self):
+        _, kc = self.kunit_configure(before_tip=True)
+        self.assertEqual(kc, "# suites\nCONFIG_OLD=y\n")
+
+    def test_kunit_py_config_failure_fails_the_configuration(self):
+        with self.assertRaisesRegex(common.Failure, "kunit.py config exited 1"):
+            self.kunit_configure(before_tip=False, returncode=1)
+
+    def test_allnoconfig_target_gets_its_fragments_as_allconfig(self):
+        # Merged after allnoconfig, the fragments would turn on options
+        # that allnoconfig never saw (all that needs the MMU on arm), and
+        # olddefconfig would give those their defaults.
+        with tempfile.TemporaryDirectory() as d:
+            frags = [os.path.join(d, "a.config"), os.path.join(d, "b.config")]
+            write(frags[0], "CONFIG_OLD=y\n")
+            write(frags[1], "# CONFIG_OFF is not set\n")
+            bdir = os.path.join(d, "build")
+            write(
+                os.path.join(bdir, ".config"), "CONFIG_OLD=y\n# CONFIG_OFF is not set\n"
+            )
+            t = {
+                "name": "test",
+                "fragments": frags,
+                "arch": "arm",
+                "cross_compile": "arm-linux-gnueabihf-",
+                "defconfig": "allnoconfig",
+            }
+            calls = []
+
+            def fake_run(cmd, **kw):
+                allconfig = [a for a in cmd if a.startswith("KCONFIG_ALLCONFIG=")]
+                calls.append(
+                    (cmd, read(allconfig[0].split("=", 1)[1]) if allconfig else None)
+                )
+
+            with mock.patch.object(
+                common, "run", side_effect=fake_run
+            ), mock.patch.object(
+                targetconf, "kconfig_symbols", return_value={"OLD", "OFF"}
+            ):
+                build.configure(t, d, bdir, os.path.join(d, "log"))
+        self.assertEqual(len(calls), 1, calls)
+        cmd, allconfig = calls[0]
+        self.assertEqual(cmd[-1], "allnoconfig")
+        self.assertIn("ARCH=arm", cmd)
+        self.assertEqual(allconfig, "CONFIG_OLD=y\n# CONFIG_OFF is not set\n")
+
+    def test_allnoconfig_lines_that_did_not_stick_fail(self):
+        with self.assertRaisesRegex(
+            common.Failure, r"did not survive " r"allnoconfig: CONFIG_OLD=y"
+        ):
+            with tempfile.TemporaryDirectory() as d:
+                frag = os.path.join(d, "a.config")
+                write(frag, "CONFIG_OLD=y\n")
+                bdir = os.path.join(d, "build")
+                write(os.path.join(bdir, ".config"), "# CONFIG_OLD is not set\n")
+                t = {
+                    "name": "test",
+                    "fragments": [frag],
+                    "arch": "arm",
+                    "cross_compile": "",
+                    "defconfig": "allnoconfig",
+                }
+                with mock.patch.object(common, "run"), mock.patch.object(
+                    targetconf, "kconfig_symbols", return_value={"OLD"}
+                ):
+                    build.configure(t, d, bdir, os.path.join(d, "log"))
+
+    def test_unknown_symbol_is_skipped_before_the_tip(self):
+        self.configure(
+            "CONFIG_OLD=y\nCONFIG_NEW=y\n# CONFIG_OFF is not set\n",
+            "CONFIG_OLD=y\n# CONFIG_OFF is not set\n",
+            True,
+        )
+
+    def test_unknown_symbol_fails_at_the_tip(self):
+        with self.assertRaisesRegex(common.Failure, r"CONFIG_NEW=y .*no Kconfig"):
+            self.configure("CONFIG_OLD=y\nCONFIG_NEW=y\n", "CONFIG_OLD=y\n", False)
+
+    def test_known_symbol_that_did_not_stick_fails_everywhere(self):
+        for before_tip in (True, False):
+            with self.assertRaisesRegex(common.Failure, r"CONFIG_OFF=y"):
+                self.configure(
+                    "CONFIG_OFF=y\nCONFIG_NEW=y\n",
+                    "# CONFIG_OFF is not set\n",
+                    before_tip,
+                )
+
+    def fragments_hold(self, fragment, config, defined, kunitconfig=None):
+        with tempfile.TemporaryDirectory() as d:
+            frag = os.path.join(d, "test.config")
+            write(frag, fragment)
+            write(os.path.join(d, "build", ".config"), config)
+            t = {"name": "test", "fragments": [frag]}
+            if kunitconfig:
+                t["kunitconfig"] = kunitconfig
+            with mock.patch.object(
+                targetconf, "kconfig_symbols", return_value=defined
+            ) as symbols:
+                held = percheck.fragments_hold(t, d, os.path.join(d, "build"))
+            return held, symbols.call_count
+
+    def test_a_patch_adding_a_symbol_no_fragment_sets_keeps_the_config(self):
+        # A new KUnit suite's option: syncconfig gives it its default.
+        self.assertEqual(
+            self.fragments_hold(
+                "CONFIG_OLD=y\n# CONFIG_OFF is not set\n",
+                "CONFIG_OLD=y\n# CONFIG_OFF is not set\nCONFIG_X=y\n",
+                {"OLD", "OFF", "NEW_TEST"},
+            ),
+            (True, 0),
+        )
+
+    def test_a_patch_adding_a_symbol_a_fragment_sets_reconfigures(self):
+        # The binderfs option at the binderfs patch.
+        self.assertEqual(
+            self.fragments_hold(
+                "CONFIG_OLD=y\nCONFIG_NEW=y\n", "CONFIG_OLD=y\n", {"OLD", "NEW"}
+            ),
+            (False, 1),
+        )
+
+    def test_a_fragment_symbol_the_tree_lacks_yet_keeps_the_config(self):
+        self.assertEqual(
+            self.fragments_hold(
+                "CONFIG_OLD=y\nCONFIG_NEW=y\n", "CONFIG_OLD=y\n", {"OLD"}
+            ),
+            (True, 1),
+        )
+
+    def test_a_fragment_line_that_no_longer_holds_reconfigures(self):
+        # configure() then reports it if it still does not stick.
+        self.assertEqual(
+            self.fragments_hold("CONFIG_OLD=y\n", "# CONFIG_OLD is not set\n", {"OLD"}),
+            (False, 1),
+        )
+
+    def test_kunitconfig_targets_and_missing_configs_reconfigure(self):
+        self.assertEqual(
+            self.fragments_hold("", "", set(), "x.kunitconfig"), (False, 0)
+        )
+        with tempfile.TemporaryDirectory() as d:
+            self.assertFalse(
+                percheck.fragments_hold({"fragments": []}, d, os.path.join(d, "none"))
+            )
+
+    def test_a_tree_without_kconfig(self):
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run(["git", "init", "-q", d], check=True)
+            self.assertEqual(targetconf.kconfig_symbols(d), set())
+
+
+class BaselineStamps(unittest.TestCase):
+    """The committed baselines belong to today's prerequisite stack."""
+
+    def test_every_committed_baseline_is_current(self):
+        # A stale stamp fails CI's warning comparison; say so here first,
+        # with the target, before anything is built.
+        d = os.path.join(TOP, "configs", "warnings")
+        for fn in sorted(os.listdir(d)):
+            t = targetconf.load_target(fn[: -len(".txt")])
+            if not shutil.which(t["cross_compile"] + "gcc"):
+                self.skipTest("no %sgcc" % t["cross_compile"])
+            _, stamp = warns.read_baseline(os.path.join(d, fn))
+            self.assertEqual(stamp, targetconf.baseline_stamp(TOP, t), fn)
+
+    def test_comments_and_ci_goals_do_not_change_the_stamp(self):
+        t = targetconf.load_target("arm")
+        stamp = targetconf.baseline_stamp(TOP, t)
+        self.assertEqual(
+            targetconf.baseline_stamp(TOP, dict(t, ci_goals=["lib/"])), stamp
+        )
+        self.assertNotEqual(
+            targetconf.baseline_stamp(TOP, dict(t, goals=["zImage"])), stamp
+        )
+        self.assertNotEqual(
+            targetconf.baseline_stamp(TOP, dict(t, defconfig="vexpress_defconfig")),
+            stamp,
+        )
+
+
+class KconfigOnlyPrerequisites(unittest.TestCase):
+    """A prerequisite patch that only adds options that are off by default
+    counts for the baselines of the targets that set one of them only."""
+
+    def patch(self, *hunks):
+        return "".join(
+            "diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n%s"
+            % (f, f, f, f, body)
+            for f, body in hunks
+        )
+
+    def test_options_without_default_are_returned(self):
+        p = self.patch(
+            ("arch/Kconfig", "+config ARCH_HAS_64BIT_TIME\n" "+\tbool\n"),
+            (
+                "arch/x86/Kconfig.debug",
+                "+config X86_T\n+\tbool " '"t"\n+\tselect ARCH_HAS_64BIT_TIME\n',
+            ),
+        )
+        self.assertEqual(
+            targetconf.kconfig_only_options(p), ["ARCH_HAS_64BIT_TIME", "X86_T"]
+        )
+
+    def test_anything_else_counts_for_every_target(self):
+        for p in (
+            self.patch(("arch/Kconfig", "+config A\n+\tdef_bool y\n")),
+            self.patch(("arch/Kconfig", "+config A\n+\tdefault y\n")),
+            self.patch(("arch/Kconfig", "-\tdefault n\n+config A\n")),
+            self.patch(("arch/Kconfig", "+config A\n"), ("kernel/a.c", "+int a;\n")),
+            "no diff at all\n",
+        ):
+            self.assertIsNone(targetconf.kconfig_only_options(p), p)
+
+    def test_the_project_build_test_switch_is_only_i386_time64s(self):
+        entries = [
+            e
+            for e in series.read_series(TOP)
+            if not e.upstream and "64bit-time" in e.path
+        ]
+        self.assertEqual(len(entries), 1)
+        with open(os.path.join(TOP, "patches", entries[0].path)) as f:
+            self.assertIn(
+                "X86_32_64BIT_TIME_BUILD_TEST",
+                targetconf.kconfig_only_options(f.read()) or [],
+            )
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copytree(os.path.join(TOP, "patches"), os.path.join(d, "patches"))
+            with open(os.path.join(TOP, "series")) as f:
+                write(
+                    os.path.join(d, "series"),
+                    f.read().replace(entries[0].path + "\n", ""),
+                )
+            for name, same in (
+                ("i386-defconfig", True),
+                ("x86_64", True),
+                ("i386-time64", False),
+            ):
+                t = targetconf.load_target(name)
+                self.assertEqual(
+                    targetconf.baseline_stamp(TOP, t)
+                    == targetconf.baseline_stamp(d, t),
+                    same,
+                    name,
+                )
+
+
+class GuestTargets(unittest.TestCase):
+    """The guests' kernels are the defconfig targets less guest.config."""
+
+    def test_guest_kernel_is_its_defconfig_target_less_guest_config(self):
+        # The x86_64 guest also has the x32 ABI: x32.config.
+        for name, extra in (("x86_64", ["x32.config"]), ("i386", [])):
+            guest, plain = (
+                targetconf.load_target(name),
+                targetconf.load_target(name + "-defconfig"),
+            )
+            for key in ("arch", "cross_compile", "defconfig", "goals"):
+                self.assertEqual(guest[key], plain[key], (name, key))
+            self.assertEqual(
+                sorted(guest["fragments"]),
+                sorted(plain["fragments"] + extra + ["guest.config"]),
+                name,
+            )
+
+    def test_arm_guest_kernels_are_allnoconfig_plus_what_they_need(self):
+        # Their architecture and compiler are those of the defconfig
+        # targets; the guests' fragments name everything they build.
+        for name, plain, extra in (
+            ("arm-guest", "arm", "arm-virt.config"),
+            ("arm64-guest", "arm64", ["arm64-compat.config", "arm64-pauth.config"]),
+        ):
+            guest, defconfig = targetconf.load_target(name), targetconf.load_target(
+                plain
+            )
+            for key in ("arch", "cross_compile"):
+                self.assertEqual(guest[key], defconfig[key], (name, key))
+            self.assertEqual(guest["defconfig"], "allnoconfig")
+            self.assertIn("allnoconfig", targetconf.ALLCONFIG_TARGETS)
+            extra = [extra] if isinstance(extra, str) else extra
+            self.assertEqual(
+                guest["fragments"],
+                ["virt-guest.config"] + extra + ["kunit.config", "binderfs.config"],
+                name,
+            )
+            self.assertIn("vmlinux", guest["goals"])
+            # Built in full by CI, as the guests' kernels are.
+            self.assertIsNone(guest["ci_goals"], name)
+
+    def test_every_guest_but_the_debug_ones_boots_in_ci(self):
+        # `lk test` boots the guests whose target the build stage built.
+        d = os.path.join(TOP, "configs", "qemu")
+        ci = targetconf.matrix("ci")
+        for fn in sorted(os.listdir(d)):
+            if not fn.endswith(".conf"):
+                continue
+            target = common.read_kv(os.path.join(d, fn))["target"]
+            self.assertEqual(target in ci, not fn.endswith("-debug.conf"), fn)
+
+    def test_x32_config_turns_on_x32_only(self):
+        lines = [
+            line
+            for _, line, _ in targetconf.fragment_lines({"fragments": ["x32.config"]})
+        ]
+        self.assertEqual(lines, ["CONFIG_X86_X32=y"])
+
+    def test_guest_config_only_turns_options_off(self):
+        # Anything it turned on would be built and booted in CI but never
+        # in the defconfig builds a user makes.
+        lines = targetconf.fragment_lines({"fragments": ["guest.config"]})
+        self.assertTrue(lines)
+        for _, line, _ in lines:
+            self.assertRegex(line, r"^# CONFIG_\w+ is not set$")
+
+    def test_every_patch_is_checked_on_the_plain_defconfigs(self):
+        self.assertEqual(
+            targetconf.matrix("bisect"),
+            ["x86_64-defconfig", "x86_64-nocompat", "i386-defconfig"],
+        )
+        full = targetconf.matrix("full")
+        for name in targetconf.matrix("ci") + targetconf.matrix("bisect"):
+            self.assertIn(name, full)

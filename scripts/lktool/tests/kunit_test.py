@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tests of the KUnit stage: kunit.py runs and the KTAP of the guests."""
+
+import collections
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+from .. import apply, common, kunit
+from .support import QUICK, TOP, write
+
+
+CANNED_KTAP = """\
+[    0.000000] Linux version 4.20.0 (canned)
+[    0.812345] KTAP version 1
+[    0.812350] 1..2
+[    0.812400]     KTAP version 1
+[    0.812410]     # Subtest: demo_pass
+[    0.812420]     1..2
+[    0.812430]     ok 1 first
+[    0.812440]     ok 2 second
+[    0.812450] ok 1 demo_pass
+[    0.812460]     KTAP version 1
+[    0.812470]     # Subtest: demo_fail
+[    0.812480]     1..1
+[    0.812490]     # broken: EXPECTATION FAILED at lib/demo.c:3
+[    0.812495]     Expected 1 == 2, but
+[    0.812500]     not ok 1 broken
+[    0.812510] not ok 2 demo_fail
+[    0.900000] Freeing unused kernel image memory: 1234K
+lk-qemu 1234 begin 64/pass
+KTAP version 1
+1..1
+not ok 1 user_space_is_not_kunit
+"""
+
+
+def kunit_tool_or_skip(testcase):
+    if QUICK:
+        raise unittest.SkipTest("--quick: no kunit.py")
+    try:
+        kunit.kunit_tarball()
+    except common.Failure as e:
+        raise unittest.SkipTest(str(e))
+
+
+class KUnitLogs(unittest.TestCase):
+    """The KUnit results that QEMU guests print while booting."""
+
+    @classmethod
+    def setUpClass(cls):
+        kunit_tool_or_skip(cls)
+        cls.tmp = tempfile.mkdtemp(prefix="lk-kunit-test-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
+        tree = os.path.join(cls.tmp, "tree")
+        os.makedirs(tree)
+        cls.tool = kunit.install_kunit_tool(tree, os.path.join(cls.tmp, "out"))
+
+    def parse(self, text, label):
+        path = os.path.join(self.tmp, label + ".serial")
+        write(path, text)
+        results = common.Results()
+        ok = kunit.parse_kunit_log(self.tool, path, label, self.tmp, results)
+        return ok, {r[1]: r[0] for r in results.rows}
+
+    def test_cases_are_reported_one_by_one(self):
+        ok, rows = self.parse(CANNED_KTAP, "canned")
+        self.assertFalse(ok)
+        self.assertEqual(rows.get("kunit canned: demo_pass.first"), "PASS")
+        self.assertEqual(rows.get("kunit canned: demo_pass.second"), "PASS")
+        self.assertEqual(rows.get("kunit canned: demo_fail.broken"), "FAIL")
+        # What user space prints after the kernel part is not KUnit's.
+        self.assertFalse(any("user_space" in k for k in rows), rows)
+
+    def test_all_passing(self):
+        text = (
+            CANNED_KTAP.replace("[    0.812460]     KTAP", "[    0.812460] X")
+            .split("[    0.812460]")[0]
+            .replace("1..2\n[    0.812400]", "1..1\n[    0.812400]")
+        )
+        ok, rows = self.parse(text, "passing")
+        self.assertTrue(ok, rows)
+        self.assertEqual(rows.get("kunit: passing"), "PASS")
+
+    def test_a_crash_in_the_middle_fails(self):
+        text = (
+            CANNED_KTAP.split("[    0.812440]")[0]
+            + "[    0.813000] Kernel panic - not syncing: Fatal exception\n"
+        )
+        ok, rows = self.parse(text, "crash")
+        self.assertFalse(ok)
+        self.assertIn("FAIL", rows.values(), rows)
+        self.assertNotIn("kunit: crash", [k for k, v in rows.items() if v == "PASS"])
+
+    def test_no_ktap_at_all_fails(self):
+        ok, rows = self.parse("[    0.0] Linux version 4.20.0\nRun /init\n", "none")
+        self.assertFalse(ok)
+        self.assertEqual(rows.get("kunit: none"), "FAIL")
+
+
+class KUnitRuns(unittest.TestCase):
+    """kunit.py on the applied tree: a failing case must fail the run."""
+
+    @classmethod
+    def setUpClass(cls):
+        kunit_tool_or_skip(cls)
+        cls.args = collections.namedtuple("Args", "out series_dir")(
+            common.out_dir(None), TOP
+        )
+        try:
+            apply.applied_tree(cls.args)
+        except common.Failure as e:
+            raise unittest.SkipTest(str(e))
+
+    def test_a_failing_case_fails_the_run(self):
+        results = common.Results()
+        # In the build directory of CI's own UML kernel (the um build
+        # target, which configs/matrix/kunit runs): the failing suite adds
+        # a few objects to that kernel instead of costing a kernel of its
+        # own; the next build there starts from an empty directory.
+        ok = kunit.do_kunit(
+            self.args,
+            results,
+            "um",
+            [
+                os.path.join(TOP, "kunit", "all.kunitconfig"),
+                os.path.join(TOP, "kunit", "failing.kunitconfig"),
+            ],
+            name="um-failing",
+        )
+        self.assertFalse(ok)
+        failed = [r[1] for r in results.rows if r[0] == "FAIL"]
+        self.assertTrue(
+            any(re.match(r"kunit um-failing: \w+\.\w+$", n) for n in failed),
+            results.rows,
+        )
+        self.assertRegex(results.summary(), r"^\d+ passed, [1-9]\d* failed")

@@ -1,0 +1,374 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Real boots of the x86_64, i386, arm64 and arm kernels under TCG.
+
+The boot tests use the kernels in $LK_QEMU_BUILD_ROOT/<target> (default
+$LK_OUT/build/<target>); without a kernel they are skipped and say so.
+The programs they run are written to a temporary directory at run time."""
+
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+from .. import common, qemu, qemu_conf, userspace
+from .qemu_support import OTHER, row, statuses
+from .support import QUICK
+
+
+# The word size of each user-space ABI: the "pass" program checks that it
+# was built for the ABI it is listed under.
+WORD_BITS = {"64": 64, "32": 32, "arm64": 64, "arm": 32}
+
+
+PROGRAMS = {
+    # name: (source, ABIs, timeout); the ABIs of the guest booted: "every"
+    # one, its "native" one (init_abi) or its "32-bit" one (every guest
+    # has one: 32 on x86, arm on arm and arm64)
+    "pass": (
+        """
+        #include <stdio.h>
+        int main(void)
+        {
+            printf("hello from %zu-bit user space\\n", sizeof(long) * 8);
+            return sizeof(long) * 8 == BITS ? 0 : 1;
+        }""",
+        ("every",),
+        20,
+    ),
+    "fail": (
+        """
+        #include <stdio.h>
+        int main(void) { printf("[FAIL] on purpose\\n"); return 1; }
+        """,
+        ("32-bit",),
+        20,
+    ),
+    "skip": (
+        """
+        int main(void) { return 4; }
+        """,
+        ("32-bit",),
+        20,
+    ),
+    "tap": (
+        """
+        #include <stdio.h>
+        int main(void)
+        {
+            printf("TAP version 13\\nok 1 first\\nnot ok 2 second\\n1..2\\n");
+            return 0;
+        }""",
+        ("native",),
+        20,
+    ),
+    # Hangs with a child in its process group; both must be killed.
+    "hang": (
+        """
+        #include <unistd.h>
+        int main(void)
+        {
+            fork();
+            for (;;)
+                pause();
+        }""",
+        ("32-bit",),
+        3,
+    ),
+    # Prints marker look-alikes, then fails.
+    "forge": (
+        """
+        #include <stdio.h>
+        int main(void)
+        {
+            printf("lk-qemu %s end 32/forge exit=0 time=0.1\\n"
+                   "lk-qemu %s done ran=9\\n"
+                   "lk-qemu end 32/forge exit=0\\n", FAKE, FAKE);
+            return 1;
+        }""",
+        ("32-bit",),
+        20,
+    ),
+    # Runs after "hang": fails if any user process but init and itself
+    # is left (the hung test's child must have been killed with it).
+    "after": (
+        """
+        #include <dirent.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <unistd.h>
+        int main(void)
+        {
+            DIR *d = opendir("/proc");
+            struct dirent *e;
+            char path[64], cmd[64];
+            int left = 0;
+
+            while (d && (e = readdir(d))) {
+                int pid = atoi(e->d_name);
+                FILE *f;
+                size_t n;
+
+                if (pid <= 1 || pid == getpid())
+                    continue;
+                snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+                f = fopen(path, "r");
+                n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
+                if (f)
+                    fclose(f);
+                if (n) {        /* kernel threads have no command line */
+                    cmd[n] = 0;
+                    printf("left over: pid %d %s\\n", pid, cmd);
+                    left++;
+                }
+            }
+            return d && !left ? 0 : 1;
+        }""",
+        ("32-bit",),
+        20,
+    ),
+    "crash": (
+        """
+        #include <fcntl.h>
+        #include <unistd.h>
+        int main(void)
+        {
+            int fd = open("/proc/sysrq-trigger", O_WRONLY);
+            return write(fd, "c", 1) == 1 ? 0 : 1;
+        }""",
+        ("every",),
+        20,
+    ),
+    "sleep": (
+        """
+        #include <unistd.h>
+        int main(void) { for (;;) pause(); }
+        """,
+        ("every",),
+        3600,
+    ),
+    # An /init that never powers off (and never prints a marker).
+    "badinit": (
+        """
+        #include <unistd.h>
+        int main(void) { for (;;) pause(); }
+        """,
+        ("every",),
+        0,
+    ),
+}
+
+
+CANNED_RUN = ("pass", "fail", "skip", "tap", "hang", "forge", "after")
+
+
+def build_root():
+    return os.environ.get("LK_QEMU_BUILD_ROOT") or os.path.join(
+        common.out_dir(), "build"
+    )
+
+
+class RealBoot:
+    """Boots one guest kernel; subclasses set GUEST."""
+
+    GUEST = None
+
+    @classmethod
+    def setUpClass(cls):
+        if QUICK:
+            raise unittest.SkipTest("--quick: no qemu boots")
+        cls.guest = qemu_conf.load_guest(cls.GUEST)
+        kernel, bdir = qemu.guest_kernel(cls.guest, build_root())
+        if not os.path.isfile(kernel):
+            raise unittest.SkipTest(
+                "no %s kernel at %s: build it with 'scripts/lk build "
+                "--target %s' or set LK_QEMU_BUILD_ROOT"
+                % (cls.GUEST, kernel, cls.guest["target"])
+            )
+        cls.tmp = tempfile.mkdtemp(prefix="lk-qemu-test-")
+        # Also when setUpClass fails (tearDownClass then does not run).
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
+        # A copy: CI recreates the build directories now and then.
+        cls.kernel = os.path.join(cls.tmp, os.path.basename(kernel))
+        shutil.copy(kernel, cls.kernel)
+        cls.build_dir = bdir
+        cls.init_abi = qemu_conf.load_abi(cls.guest["init_abi"])
+        cls.blog = os.path.join(cls.tmp, "build.log")
+        cls.init = userspace.build_init(cls.init_abi, cls.tmp, cls.blog)
+        # The guest's 32-bit ABI, which every guest has.
+        cls.abi32 = [a for a in cls.guest["abis"] if WORD_BITS[a] == 32][0]
+        roles = {
+            "every": cls.guest["abis"],
+            "native": [cls.guest["init_abi"]],
+            "32-bit": [cls.abi32],
+        }
+        cls.binaries = {}
+        src = os.path.join(cls.tmp, "src")
+        os.makedirs(src)
+        for abi_name in cls.guest["abis"]:
+            abi = qemu_conf.load_abi(abi_name)
+            specs = []
+            for name, (code, which, timeout) in sorted(PROGRAMS.items()):
+                path = os.path.join(src, name + ".c")
+                with open(path, "w") as f:
+                    f.write(textwrap.dedent(code))
+                abis = tuple(a for w in which for a in roles[w])
+                specs.append(
+                    qemu_conf.TestSpec(
+                        path,
+                        abis,
+                        name,
+                        timeout,
+                        ("-DBITS=%d" % WORD_BITS[abi_name], '-DFAKE="%s"' % OTHER),
+                    )
+                )
+            results = common.Results(echo=False)
+            for b in userspace.build_tests(
+                specs, abi, cls.tmp, cls.blog, results=results, headers=False
+            ):
+                cls.binaries[(abi_name, b.spec.name)] = b
+            if not results.ok():
+                raise AssertionError(
+                    "canned programs did not build: %s; "
+                    "log at %s" % (results.rows, cls.blog)
+                )
+
+    def boot(self, names, limit=None, init=None):
+        tests = [
+            self.binaries[(abi, n)]
+            for n in names
+            for abi in self.guest["abis"]
+            if (abi, n) in self.binaries
+        ]
+        tag = "-".join(names) or "none"
+        rd = os.path.join(self.tmp, "rd-%s.cpio.gz" % tag)
+        log_path = os.path.join(self.tmp, "%s-%s.log" % (self.GUEST, tag))
+        userspace.make_initramfs(rd, init or self.init, tests)
+        results = common.Results(echo=False)
+        nt = [
+            (userspace.manifest_name(t.abi, t.spec.name), t.spec.timeout) for t in tests
+        ]
+        t0 = time.monotonic()
+        r = qemu.boot_and_report(
+            self.guest, self.kernel, rd, nt, log_path, results, limit=limit
+        )
+        took = time.monotonic() - t0
+        sys.stderr.write(
+            "[%s %s: %.1fs, boot to /init %ss] "
+            % (self.GUEST, tag, took, r.host.get("start") if r else "?")
+        )
+        with open(log_path) as f:
+            self.log_text = f.read()
+        return statuses(results.rows), results.rows, took
+
+    def name(self, abi, test):
+        return "qemu %s/%s: %s" % (self.GUEST, abi, test)
+
+    def test_canned_results(self):
+        st, rows, _ = self.boot(CANNED_RUN)
+        msg = "\n".join(map(str, rows)) + "\n" + self.log_text[-3000:]
+        for abi in self.guest["abis"]:
+            self.assertEqual(st[self.name(abi, "pass")], "PASS", msg)
+        self.assertEqual(st[self.name(self.abi32, "fail")], "FAIL", msg)
+        self.assertEqual(st[self.name(self.abi32, "skip")], "SKIP", msg)
+        self.assertEqual(st[self.name(self.abi32, "forge")], "FAIL", msg)
+        self.assertEqual(st[self.name(self.abi32, "hang")], "FAIL", msg)
+        self.assertIn("timed out after 3s", row(rows, self.name(self.abi32, "hang"))[2])
+        self.assertEqual(st[self.name(self.abi32, "after")], "PASS", msg)
+        native = self.guest["init_abi"]
+        self.assertEqual(st[self.name(native, "tap")], "FAIL", msg)
+        self.assertEqual(st[self.name(native, "tap") + ": 1 first"], "PASS", msg)
+        self.assertIn("hello from 32-bit user space", self.log_text)
+        for what in ("boot", "kernel log", "shutdown"):
+            self.assertEqual(st["qemu %s: %s" % (self.GUEST, what)], "PASS", msg)
+
+    def test_kernel_crash_in_a_test(self):
+        st, rows, _ = self.boot(["crash", "after"])
+        msg = "\n".join(map(str, rows))
+        first = self.guest["abis"][0]
+        self.assertEqual(st[self.name(first, "crash")], "FAIL", msg)
+        self.assertIn("no end marker", row(rows, self.name(first, "crash"))[2])
+        self.assertEqual(st[self.name(self.abi32, "after")], "SKIP", msg)
+        self.assertEqual(st["qemu %s: shutdown" % self.GUEST], "FAIL", msg)
+        kernel = [r[2] for r in rows if r[1] == "qemu %s: kernel log" % self.GUEST]
+        self.assertTrue(
+            any(k.startswith("panic during %s/crash" % first) for k in kernel), msg
+        )
+
+    def test_wall_clock_limit_mid_test(self):
+        limit = 25
+        st, rows, took = self.boot(["sleep"], limit=limit)
+        msg = "\n".join(map(str, rows))
+        first = self.guest["abis"][0]
+        self.assertEqual(st["qemu %s: boot" % self.GUEST], "PASS", msg)
+        self.assertIn(
+            "hung: qemu killed at the %ds wall-clock limit" % limit,
+            row(rows, self.name(first, "sleep"))[2],
+        )
+        self.assertEqual(st["qemu %s: shutdown" % self.GUEST], "FAIL", msg)
+        self.assertLess(took, limit + 15)
+
+    def test_init_that_never_powers_off(self):
+        limit = 15
+        bad = self.binaries[(self.guest["init_abi"], "badinit")].path
+        st, rows, took = self.boot([], limit=limit, init=bad)
+        msg = "\n".join(map(str, rows))
+        self.assertEqual(st["qemu %s: boot" % self.GUEST], "FAIL", msg)
+        self.assertIn(
+            "hung: qemu killed at the %ds wall-clock limit" % limit,
+            row(rows, "qemu %s: boot" % self.GUEST)[2],
+        )
+        self.assertGreaterEqual(took, limit)
+        self.assertLess(took, limit + 15)
+
+    def test_listed_selftests_pass(self):
+        if self.GUEST in os.environ.get("LK_QEMU_STAGE_GUESTS", "").split():
+            # `lk test` sets it: its qemu stage ran them in this guest
+            # minutes ago, and counted each result.
+            self.skipTest(
+                "the qemu stage of this run ran the listed "
+                "selftests in %s" % self.GUEST
+            )
+        tree = os.path.join(common.out_dir(), "tree")
+        if not os.path.isfile(os.path.join(tree, "Makefile")):
+            self.skipTest("no kernel tree at %s (scripts/lk apply)" % tree)
+        results = common.Results(echo=False)
+        scratch = os.path.join(common.out_dir(), "qemu")
+        logs = os.path.join(self.tmp, "logs")
+        os.makedirs(logs, exist_ok=True)
+        guest = dict(self.guest)
+        t0 = time.monotonic()
+        qemu.run_guest(
+            guest,
+            qemu_conf.read_selftests(),
+            tree,
+            scratch,
+            logs,
+            results,
+            build_dir=self.build_dir,
+            kernel=self.kernel,
+        )
+        sys.stderr.write("[%s selftests: %.1fs] " % (self.GUEST, time.monotonic() - t0))
+        fails = [r for r in results.rows if r[0] != "PASS"]
+        self.assertFalse(fails, "\n".join(map(str, results.rows)))
+        self.assertTrue(
+            any(r[1].startswith("qemu %s/" % self.GUEST) for r in results.rows)
+        )
+
+
+class BootX86_64(RealBoot, unittest.TestCase):
+    GUEST = "x86_64"
+
+
+class BootI386(RealBoot, unittest.TestCase):
+    GUEST = "i386"
+
+
+class BootArm64(RealBoot, unittest.TestCase):
+    GUEST = "arm64"
+
+
+class BootArm(RealBoot, unittest.TestCase):
+    GUEST = "arm"

@@ -1,0 +1,377 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tests of the stages' plumbing: tracing, build lanes, progress, the
+selftest stage."""
+
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+
+from unittest import mock
+
+from .. import (
+    apply,
+    build,
+    checkpatch,
+    cli,
+    common,
+    percheck,
+    pipeline,
+    selftest,
+    series,
+    targetconf,
+    topics,
+)
+from .support import TOP
+
+
+class Trace(unittest.TestCase):
+    """LK_TRACE=FILE: a line per command, failed ones included."""
+
+    def test_each_command_is_traced(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace")
+            with mock.patch.dict(os.environ, {"LK_TRACE": path}):
+                common.run(["true"])
+                common.run(["false"], check=False)
+                common.run_watched(
+                    ["true"], os.path.join(d, "log"), "t", re.compile("x"), "lines"
+                )
+            with open(path) as f:
+                lines = f.read().splitlines()
+        self.assertEqual([l.split(" ", 3)[3] for l in lines], ["true", "false", "true"])
+        for line in lines:
+            start, secs = (float(w) for w in line.split()[:2])
+            self.assertLessEqual(start, time.time() + 0.1)
+            self.assertGreaterEqual(secs, 0)
+
+    def test_no_trace_without_the_variable(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(
+            os.environ, {"LK_TRACE": ""}
+        ):
+            common.run(["true"], cwd=d)
+            self.assertEqual(os.listdir(d), [])
+
+
+class BuildLanes(unittest.TestCase):
+    """do_build(): full builds in one lane, partial builds and side tasks
+    in another, every row counted once."""
+
+    def run_build(self, names, side_tasks=(), target=None):
+        calls = []
+        lock = threading.Lock()
+
+        def fake_build(t, tree, out, goals, results, baseline_dir, **kw):
+            with lock:
+                calls.append((t["name"], threading.current_thread().name))
+            results.passed("build: " + t["name"])
+
+        args = collections.namedtuple("Args", "out series_dir target matrix fresh")(
+            "/nonexistent", TOP, target, "ci", True
+        )
+        results = common.Results(echo=False)
+        with mock.patch.object(
+            apply, "applied_tree", return_value="/t"
+        ), mock.patch.object(common, "git", return_value=""), mock.patch.object(
+            targetconf, "matrix", return_value=names
+        ), mock.patch.object(
+            targetconf, "baseline_stamp", return_value="s"
+        ), mock.patch.object(
+            build, "target_config", return_value={}
+        ), mock.patch.object(
+            build, "build_target", fake_build
+        ), mock.patch.object(
+            common, "log"
+        ):
+            build.do_build(args, results, side_tasks)
+        return calls, [r[1] for r in results.rows]
+
+    def test_partial_builds_and_side_tasks_run_beside_the_full_ones(self):
+        seen = []
+
+        def task(results):
+            seen.append(threading.current_thread().name)
+            results.passed("checkpatch: p")
+
+        calls, rows = self.run_build(["x86_64", "arm", "i386", "arm64"], [task])
+        main = threading.current_thread().name
+        self.assertEqual(
+            [c for c in calls if c[1] == main], [("x86_64", main), ("i386", main)]
+        )
+        self.assertEqual([c[0] for c in calls if c[1] != main], ["arm", "arm64"])
+        self.assertEqual(seen, ["side-lane"])
+        # the full lane's rows first, then the side lane's, each once
+        self.assertEqual(
+            rows,
+            [
+                "build: x86_64",
+                "build: i386",
+                "checkpatch: p",
+                "build: arm",
+                "build: arm64",
+            ],
+        )
+
+    def test_a_failing_lane_is_a_failed_row_not_a_lost_one(self):
+        def task(results):
+            raise common.Failure("side went wrong")
+
+        _, rows = self.run_build(["x86_64", "arm"], [task])
+        self.assertEqual(rows, ["build: x86_64", "build"])
+
+    def test_named_targets_build_in_order_in_one_lane(self):
+        calls, rows = self.run_build([], target=["arm", "x86_64"])
+        main = threading.current_thread().name
+        self.assertEqual(calls, [("arm", main), ("x86_64", main)])
+
+
+class TestStages(unittest.TestCase):
+    """Where `lk test` runs checkpatch: beside the builds, or in the check
+    stage when it builds nothing; never twice, never not at all."""
+
+    def checkpatch_runs(self, *flags):
+        runs, topic_runs = [], []
+
+        def fake_check(args, results, tree, entries, commits, with_checkpatch=True):
+            if with_checkpatch:
+                runs.append("check")
+
+        def fake_build(args, results, side_tasks=()):
+            for task in side_tasks:
+                task(results)
+
+        with tempfile.TemporaryDirectory() as d, mock.patch.object(
+            series, "do_series", return_value=True
+        ), mock.patch.object(
+            apply, "do_apply", return_value=("/t", [], {})
+        ), mock.patch.object(
+            percheck, "do_check", fake_check
+        ), mock.patch.object(
+            build, "do_build", fake_build
+        ), mock.patch.object(
+            checkpatch, "do_checkpatch", lambda *a: runs.append("build")
+        ), mock.patch.object(
+            topics, "do_topics", lambda *a: topic_runs.append(len(runs))
+        ), mock.patch.object(
+            common, "log"
+        ):
+            cli.main(
+                ["--out", d, "test", "--no-qemu", "--no-kunit", "--no-selftest"]
+                + list(flags)
+            )
+        # the topics check runs once, whatever else is left out
+        self.assertEqual(len(topic_runs), 1)
+        return runs
+
+    def test_checkpatch_runs_beside_the_builds(self):
+        self.assertEqual(self.checkpatch_runs(), ["build"])
+
+    def test_checkpatch_runs_in_the_check_stage_without_builds(self):
+        self.assertEqual(self.checkpatch_runs("--no-build"), ["check"])
+
+    def test_no_check_means_no_checkpatch(self):
+        self.assertEqual(self.checkpatch_runs("--no-check"), [])
+
+
+class Progress(unittest.TestCase):
+    """Long steps say how far they got; `lk test` times its stages."""
+
+    def test_a_long_step_reports_progress(self):
+        with tempfile.TemporaryDirectory() as d:
+            logfile = os.path.join(d, "log")
+            script = (
+                "import time\n"
+                "for i in range(3):\n"
+                "    print('  CC      a%d.o' % i, flush=True)\n"
+                "    time.sleep(0.6)\n"
+                "print('warning: not counted')\n"
+            )
+            printed = []
+            with mock.patch.object(common, "PROGRESS_SECS", 0.5), mock.patch.object(
+                common, "log", printed.append
+            ):
+                r = common.run_watched(
+                    [sys.executable, "-c", script],
+                    logfile,
+                    "build x",
+                    build.BUILD_STEP_RE,
+                    "files built",
+                )
+            self.assertEqual(r.returncode, 0)
+            self.assertGreaterEqual(len(printed), 2, printed)
+            counts = [
+                int(
+                    re.match(
+                        r"progress: build x: (\d+) files built " r"after \d+s$", p
+                    ).group(1)
+                )
+                for p in printed
+            ]
+            self.assertEqual(counts, sorted(counts))
+            self.assertLessEqual(counts[-1], 3)
+            self.assertGreaterEqual(counts[-1], 1)
+            with open(logfile) as f:
+                self.assertIn("warning: not counted", f.read())
+
+    def test_a_step_past_its_time_is_stopped(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.object(
+            common, "PROGRESS_SECS", 0.2
+        ), mock.patch.object(common, "log"):
+            t0 = time.time()
+            with self.assertRaises(subprocess.TimeoutExpired):
+                common.run_watched(
+                    ["sleep", "30"],
+                    os.path.join(d, "log"),
+                    "x",
+                    build.BUILD_STEP_RE,
+                    "files",
+                    timeout=1,
+                )
+            self.assertLess(time.time() - t0, 10)
+
+    def test_stage_table(self):
+        results = common.Results(echo=False)
+        stages = pipeline.Stages(results)
+        with mock.patch.object(common, "log"):
+            stages.run("check", lambda: results.passed("a"))
+            stages.run(
+                "build",
+                lambda: (_ for _ in ()).throw(common.Failure("no compiler")),
+                common.Failure,
+            )
+        self.assertEqual(results.rows[-1], ("FAIL", "build", "no compiler"))
+        table = stages.table()
+        self.assertRegex(
+            table, r"(?m)^  check +\d+s +1 passed, 0 failed, " r"0 skipped$"
+        )
+        self.assertRegex(
+            table, r"(?m)^  build +\d+s +0 passed, 1 failed, " r"0 skipped$"
+        )
+        self.assertRegex(table, r"(?m)^  total +\d+s$")
+
+
+class SelftestOutput(unittest.TestCase):
+    """Reading `unittest -v` output into one result per test."""
+
+    LOG = textwrap.dedent(
+        """\
+        test_a (__main__.One.test_a) ... ok
+        test_b (__main__.One.test_b) ... /x/lk:1: ResourceWarning: unclosed
+          have = open(path).read()
+        ResourceWarning: Enable tracemalloc
+        ok
+        test_c (__main__.Two.test_c) ... skipped 'no base tree'
+        test_d (__main__.Two.test_d) ... FAIL
+        test_e (__main__.Two.test_e) ... [sub] ERROR
+        """
+    )
+
+    def test_outcome_split_over_lines_is_read(self):
+        self.assertEqual(
+            list(selftest.unittest_outcomes(self.LOG)),
+            [
+                ("One.test_a", "ok"),
+                ("One.test_b", "ok"),
+                ("Two.test_c", "skipped 'no base tree'"),
+                ("Two.test_d", "FAIL"),
+                ("Two.test_e", "ERROR"),
+            ],
+        )
+
+    @staticmethod
+    def selftest_results(log):
+        """The Results of run_selftest_script() on a canned unittest log."""
+
+        def fake_run(cmd, logfile, *args, **kw):
+            with open(logfile, "a") as f:
+                f.write(log)
+            return subprocess.CompletedProcess(cmd, 0)
+
+        results = common.Results()
+        with tempfile.TemporaryDirectory() as out, mock.patch.object(
+            common, "run_watched", fake_run
+        ):
+            args = collections.namedtuple("Args", "out quick")(out, True)
+            rc, logfile = selftest.run_selftest_script(args, "lk_test.py", "selftest")
+            selftest.report_selftest_script(
+                results, "lk_test.py", "selftest", rc, logfile
+            )
+        return results
+
+    def test_every_script_runs_and_hears_which_guests_booted(self):
+        seen = {}
+
+        def fake_run(cmd, logfile, label, *args, env=None, **kw):
+            seen[label] = env["LK_QEMU_STAGE_GUESTS"]
+            with open(logfile, "a") as f:
+                f.write(
+                    "test_a (__main__.%s.test_a) ... ok\n"
+                    "-----\nRan 1 test in 0.1s\n\nOK\n" % label.rpartition("-")[2]
+                )
+            return subprocess.CompletedProcess(cmd, 0)
+
+        results = common.Results()
+        with tempfile.TemporaryDirectory() as out, mock.patch.object(
+            common, "run_watched", fake_run
+        ):
+            args = collections.namedtuple("Args", "out quick")(out, True)
+            selftest.do_selftest(args, results, ["x86_64", "i386"])
+        self.assertEqual(
+            seen,
+            {
+                "selftest": "x86_64 i386",
+                "selftest-qemu": "x86_64 i386",
+                "selftest-fuzz": "x86_64 i386",
+                "selftest-bench": "x86_64 i386",
+            },
+        )
+        self.assertEqual(
+            [r[1] for r in results.rows],
+            [
+                "selftest: selftest.test_a",
+                "selftest-qemu: qemu.test_a",
+                "selftest-fuzz: fuzz.test_a",
+                "selftest-bench: bench.test_a",
+            ],
+        )
+        self.assertRegex(results.summary(), r"^4 passed, 0 failed")
+
+    def test_outcome_after_a_docstring_is_read(self):
+        log = (
+            "test_a (__main__.One.test_a)\n"
+            "What test_a checks ... ok\n"
+            "test_b (__main__.One.test_b)\n"
+            "What test_b checks ... FAIL\n"
+        )
+        self.assertEqual(
+            list(selftest.unittest_outcomes(log)),
+            [("One.test_a", "ok"), ("One.test_b", "FAIL")],
+        )
+
+    def test_skipped_class_is_not_a_lost_outcome(self):
+        log = (
+            "setUpClass (__main__.Real) ... skipped 'no base tree'\n"
+            "test_a (__main__.One.test_a) ... ok\n"
+            "-----\nRan 1 test in 0.1s\n\nOK (skipped=1)\n"
+        )
+        results = self.selftest_results(log)
+        self.assertFalse(results.has_failure("selftest"), results.rows)
+        self.assertRegex(results.summary(), r"^1 passed, 0 failed, 1 skipped")
+
+    def test_unread_outcome_fails_the_run(self):
+        # A test whose outcome cannot be read must not vanish from the count.
+        log = (
+            "test_a (__main__.One.test_a) ... ok\n"
+            "test_b (__main__.One.test_b) ... \n\n"
+            "-----\nRan 2 tests in 0.1s\n\nOK\n"
+        )
+        results = self.selftest_results(log)
+        self.assertIn(("PASS", "selftest: One.test_a", ""), results.rows)
+        self.assertTrue(results.has_failure("selftest"), results.rows)
+        self.assertRegex(results.summary(), r"^1 passed, 1 failed")
