@@ -353,6 +353,68 @@ def bench_one_guest(guest, args, benches, inits, scratch, logs, results):
     return rows
 
 
+def bench_guests(results, out, opts):
+    """Boot each guest's base and tip kernels and judge every case: `lk
+    bench` and `lk_bench.py`.  opts holds the command line's options
+    (guest, base_build_root, tip_build_root, batches, calls, repeat, tree,
+    echo; see main()).  Rows go to results as they come; the table goes
+    to the log and to <out>/bench/bench.csv and bench.png."""
+    opts.base_build_root = os.path.abspath(
+        opts.base_build_root or os.path.join(out, "baseline", "build")
+    )
+    opts.tip_build_root = os.path.abspath(
+        opts.tip_build_root or os.path.join(out, "build")
+    )
+    tree, scratch, logs = qemu.places(out, opts.tree)
+    bench_dir = os.path.join(out, "bench")
+    os.makedirs(bench_dir, exist_ok=True)
+    guests = [bench_guest(g) for g in (opts.guest or DEFAULT_GUESTS)]
+    for g in guests:
+        if not set(g["abis"]) <= set(X86_ABIS):
+            raise common.Failure(
+                "guest %s runs the %s ABIs: bench.c is for x86 guests only "
+                "(ABIs %s)" % (g["name"], " ".join(g["abis"]), " ".join(X86_ABIS))
+            )
+    try:
+        benches, inits = build(
+            set(a for g in guests for a in g["abis"]),
+            set(g["init_abi"] for g in guests),
+            tree,
+            scratch,
+            logs,
+        )
+    except (common.Failure, OSError) as e:
+        results.failed("bench: build", str(e))
+        return
+    results.passed(
+        "bench: build",
+        "bench for %s, /init for %s"
+        % (" ".join(sorted(benches)), " ".join(sorted(inits))),
+    )
+    common.log(
+        "bench: %d batches of %d calls per case; one QEMU at a time (%s)"
+        % (opts.batches, opts.calls, " ".join(ICOUNT))
+    )
+    rows = []
+    for g in guests:
+        rows += bench_one_guest(g, opts, benches, inits, scratch, logs, results)
+    for line in bench_output.table(rows):
+        common.log(line)
+    csv_path = os.path.join(bench_dir, "bench.csv")
+    bench_output.write_csv(csv_path, rows)
+    common.log("bench: table at %s" % csv_path)
+    png = os.path.join(bench_dir, "bench.png")
+    if bench_output.chart(png, rows, csv_path):
+        common.log("bench: chart at %s" % png)
+    else:
+        results.skipped(
+            "bench: chart", "python3-matplotlib is not installed (scripts/packages.txt)"
+        )
+    rep = bench_judge.repeat_summary(rows, opts.repeat)
+    if rep:
+        common.log("bench: reproducibility: %s" % rep)
+
+
 def positive(limit):
     def parse(text):
         try:
@@ -427,69 +489,9 @@ def main(argv=None):
             )
             else 1
         )
-    out = common.out_dir(args.out)
-    args.base_build_root = os.path.abspath(
-        args.base_build_root or os.path.join(out, "baseline", "build")
-    )
-    args.tip_build_root = os.path.abspath(
-        args.tip_build_root or os.path.join(out, "build")
-    )
     results = common.Results()
-    rows = []
     try:
-        tree = os.path.abspath(args.tree or os.path.join(out, "tree"))
-        scratch = os.path.join(out, "qemu")
-        logs = os.path.join(out, "logs")
-        bench_dir = os.path.join(out, "bench")
-        for d in (scratch, logs, bench_dir):
-            os.makedirs(d, exist_ok=True)
-        guests = [bench_guest(g) for g in (args.guest or DEFAULT_GUESTS)]
-        for g in guests:
-            if not set(g["abis"]) <= set(X86_ABIS):
-                raise common.Failure(
-                    "guest %s runs the %s ABIs: bench.c is for "
-                    "x86 guests only (ABIs %s)"
-                    % (g["name"], " ".join(g["abis"]), " ".join(X86_ABIS))
-                )
-        try:
-            benches, inits = build(
-                set(a for g in guests for a in g["abis"]),
-                set(g["init_abi"] for g in guests),
-                tree,
-                scratch,
-                logs,
-            )
-        except (common.Failure, OSError) as e:
-            results.failed("bench: build", str(e))
-            common.log(results.summary())
-            return 1
-        results.passed(
-            "bench: build",
-            "bench for %s, /init for %s"
-            % (" ".join(sorted(benches)), " ".join(sorted(inits))),
-        )
-        common.log(
-            "bench: %d batches of %d calls per case; one QEMU at a time "
-            "(%s)" % (args.batches, args.calls, " ".join(ICOUNT))
-        )
-        for g in guests:
-            rows += bench_one_guest(g, args, benches, inits, scratch, logs, results)
-        for line in bench_output.table(rows):
-            common.log(line)
-        csv_path = os.path.join(bench_dir, "bench.csv")
-        bench_output.write_csv(csv_path, rows)
-        common.log("bench: table at %s" % csv_path)
-        png = os.path.join(bench_dir, "bench.png")
-        if bench_output.chart(png, rows, csv_path):
-            common.log("bench: chart at %s" % png)
-        else:
-            results.skipped(
-                "bench: chart",
-                "python3-matplotlib is not " "installed (scripts/packages.txt)",
-            )
-        rep = bench_judge.repeat_summary(rows, args.repeat)
-        if rep:
-            common.log("bench: reproducibility: %s" % rep)
+        bench_guests(results, common.out_dir(args.out), args)
     except (common.Failure, OSError) as e:
         print("lk_bench: %s" % e, file=sys.stderr)
         return 2

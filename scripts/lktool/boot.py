@@ -68,6 +68,30 @@ def wall_limit(guest, tests, scale=1, kmemleak=False):
     return limit
 
 
+class BootProgress:
+    """How far a boot got, said every common.PROGRESS_SECS: a guest and its
+    tests take minutes, and init's end markers count the tests done."""
+
+    def __init__(self, name, token, tests, t0):
+        self.name, self.tests, self.t0 = name, tests, t0
+        self.mark = ("lk-qemu %s end " % token).encode()
+        self.done = 0
+        self.said = t0
+
+    def feed(self, old, buf):
+        """Count the markers of buf that do not lie wholly in its first
+        `old` bytes (the tail counted before)."""
+        self.done += buf.count(self.mark, max(0, old - len(self.mark) + 1))
+
+    def tick(self, now):
+        if now - self.said >= common.PROGRESS_SECS:
+            self.said = now
+            common.log(
+                "progress: boot %s: %d of %d tests done after %ds"
+                % (self.name, self.done, self.tests, now - self.t0)
+            )
+
+
 def boot(
     guest,
     kernel,
@@ -124,6 +148,7 @@ def boot(
         sel.register(proc.stdout, selectors.EVENT_READ)
         sel.register(proc.stderr, selectors.EVENT_READ)
         deadline = t0 + limit
+        progress = BootProgress(guest["name"], token, len(expected), t0)
         killed = None
         drain_until = None
         start_at = done_at = None
@@ -132,6 +157,7 @@ def boot(
         try:
             while sel.get_map():
                 now = time.monotonic()
+                progress.tick(now)
                 if killed is None and now >= deadline:
                     killed = "poweroff" if done_at is not None else "limit"
                     proc.kill()
@@ -153,6 +179,7 @@ def boot(
                         sys.stdout.buffer.write(data)
                         sys.stdout.flush()
                     buf = tail + data
+                    progress.feed(len(tail), buf)
                     t = time.monotonic() - t0
                     if start_at is None and start_mark in buf:
                         start_at = t

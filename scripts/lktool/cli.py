@@ -39,9 +39,11 @@ import sys
 from . import (
     apply,
     basetree,
+    bench,
     build,
     cocci,
     common,
+    fuzz,
     kunit,
     percheck,
     pipeline,
@@ -188,8 +190,7 @@ def main(argv=None):
         help="a guest of configs/qemu/ (repeatable; default all)",
     )
     s = sub.add_parser(
-        "fuzz",
-        help="trinity under the sanitizers in the " "x86 guests (scripts/lk_fuzz.py)",
+        "fuzz", help="trinity under the sanitizers in the x86 guests (lktool/fuzz.py)"
     )
     s.add_argument(
         "--guest",
@@ -205,7 +206,10 @@ def main(argv=None):
         help="run seed (default: random, " "printed; the same seed replays a run)",
     )
     s.add_argument(
-        "--phase", action="append", help="only this phase, e.g. root-time (repeatable)"
+        "--phase",
+        action="append",
+        choices=fuzz.PHASE_NAMES,
+        help="only this phase, e.g. root-time (repeatable)",
     )
     s.add_argument(
         "--ci", action="store_true", help="the short fixed-seed run of 'lk test'"
@@ -214,16 +218,24 @@ def main(argv=None):
         "bench",
         help="system call cost, prerequisite-only "
         "kernels against the tip, in QEMU instruction counts "
-        "(scripts/lk_bench.py)",
+        "(lktool/bench.py)",
     )
     s.add_argument(
         "--guest", action="append", help="x86_64 or i386 (repeatable; default both)"
     )
     s.add_argument(
-        "--repeat", type=int, help="tip boots whose counts must " "agree (default 2)"
+        "--repeat",
+        type=bench.positive(10),
+        help="tip boots whose counts must agree (default 2)",
     )
-    s.add_argument("--batches", type=int, help="timed batches per case")
-    s.add_argument("--calls", type=int, help="calls per batch")
+    s.add_argument(
+        "--batches",
+        type=bench.positive(bench.MAX_BATCHES),
+        help="timed batches per case",
+    )
+    s.add_argument(
+        "--calls", type=bench.positive(bench.MAX_CALLS), help="calls per batch"
+    )
     s = sub.add_parser("baseline")
     s.add_argument("--target", action="append")
     s = sub.add_parser("send", help="b4 prep branches and mails per topic")

@@ -94,6 +94,12 @@ RAN_RE = re.compile(r"Ran (\d+) syscalls\. Successes: (\d+)\s+Failures: " r"(\d+
 CHURN_RE = re.compile(r"lk-fuzz: (\w+) churn ops=(\d+) errors=(\d+)")
 
 
+# What --phase accepts: root-time, ..., user-cpuset.
+PHASE_NAMES = [
+    "%s-%s" % (m, g[0]) for m in ("root", "user") for g in fuzz_trinity.GROUPS
+]
+
+
 def phase_seed(seed, k):
     return (seed + k) % (1 << 32)
 
@@ -379,6 +385,35 @@ def fuzz_guest(
     return r
 
 
+def fuzz_guests(
+    results,
+    out,
+    guests=None,
+    ci=False,
+    minutes=None,
+    seed=None,
+    only=None,
+    tree=None,
+    build_root=None,
+    echo=False,
+):
+    """Fuzz each guest (default: DEFAULT_GUESTS, or CI_GUESTS with ci) for
+    `minutes`, its phases seeded from `seed` (default: random, printed;
+    CI_SEED with ci), or only the phases named in `only`.  Rows go to
+    results as they come: `lk fuzz`, `lk test` and `lk_fuzz.py`."""
+    guests = guests or list(CI_GUESTS if ci else DEFAULT_GUESTS)
+    minutes = minutes or (CI_MINUTES if ci else 30)
+    if seed is None:
+        seed = CI_SEED if ci else secrets.randbelow(1 << 31)
+    tree, scratch, logs = qemu.places(out, tree)
+    loaded = [qemu_conf.load_guest(g) for g in guests]
+    common.log("fuzz: seed %d" % seed)
+    for g in loaded:
+        fuzz_guest(
+            g, seed, minutes, tree, scratch, logs, results, build_root, echo, only
+        )
+
+
 def main(argv=None):
     p = qemu.tool_parser("lk_fuzz.py", __doc__)
     p.add_argument(
@@ -403,9 +438,7 @@ def main(argv=None):
     p.add_argument(
         "--phase",
         action="append",
-        choices=[
-            "%s-%s" % (m, g[0]) for m in ("root", "user") for g in fuzz_trinity.GROUPS
-        ],
+        choices=PHASE_NAMES,
         help="run only this phase (repeatable; default: all)",
     )
     p.add_argument("--tree", help="kernel tree (default: $LK_OUT/tree)")
@@ -417,36 +450,20 @@ def main(argv=None):
         "--echo", action="store_true", help="copy the serial console to stdout"
     )
     args = p.parse_args(argv)
-    out = common.out_dir(args.out)
-    guests = args.guest or list(CI_GUESTS if args.ci else DEFAULT_GUESTS)
-    minutes = args.minutes or (CI_MINUTES if args.ci else 30)
-    seed = (
-        args.seed
-        if args.seed is not None
-        else (CI_SEED if args.ci else secrets.randbelow(1 << 31))
-    )
     results = common.Results()
     try:
-        tree = os.path.abspath(args.tree or os.path.join(out, "tree"))
-        scratch = os.path.join(out, "qemu")
-        logs = os.path.join(out, "logs")
-        os.makedirs(scratch, exist_ok=True)
-        os.makedirs(logs, exist_ok=True)
-        loaded = [qemu_conf.load_guest(g) for g in guests]
-        common.log("fuzz: seed %d" % seed)
-        for g in loaded:
-            fuzz_guest(
-                g,
-                seed,
-                minutes,
-                tree,
-                scratch,
-                logs,
-                results,
-                args.build_root,
-                args.echo,
-                args.phase,
-            )
+        fuzz_guests(
+            results,
+            common.out_dir(args.out),
+            args.guest,
+            args.ci,
+            args.minutes,
+            args.seed,
+            args.phase,
+            args.tree,
+            args.build_root,
+            args.echo,
+        )
     except (common.Failure, OSError) as e:
         print("lk_fuzz: %s" % e, file=sys.stderr)
         return 2

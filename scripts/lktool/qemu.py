@@ -218,6 +218,75 @@ def run_guest(
     return r
 
 
+def places(out, tree=None, scratch=None, logs=None):
+    """(kernel tree, scratch directory, log directory) of a harness run:
+    those given, else $LK_OUT/tree, $LK_OUT/qemu and $LK_OUT/logs (made)."""
+    tree = os.path.abspath(tree or os.path.join(out, "tree"))
+    scratch = os.path.abspath(scratch or os.path.join(out, "qemu"))
+    logs = os.path.abspath(logs or os.path.join(out, "logs"))
+    os.makedirs(scratch, exist_ok=True)
+    os.makedirs(logs, exist_ok=True)
+    return tree, scratch, logs
+
+
+def key_values(pairs):
+    """{key: value} of --set KEY=VALUE options."""
+    overrides = {}
+    for kv in pairs or ():
+        if "=" not in kv:
+            raise common.Failure("--set wants KEY=VALUE, not %r" % kv)
+        k, v = kv.split("=", 1)
+        overrides[k.strip()] = v.strip()
+    return overrides
+
+
+def load_guests(names, specs, overrides=None, build_dir=None):
+    """The guests named, checked: a bad 'tests' key stops them all."""
+    guests = [qemu_conf.load_guest(g, overrides=overrides) for g in names]
+    for g in guests:
+        qemu_conf.guest_tests(g, specs)
+    if build_dir and len(guests) != 1:
+        raise common.Failure("--build-dir needs exactly one --guest")
+    return guests
+
+
+def run_guests(
+    results,
+    out,
+    names,
+    tree=None,
+    tests=None,
+    scratch=None,
+    logs=None,
+    overrides=None,
+    build_root=None,
+    build_dir=None,
+    timeout=None,
+    echo=False,
+):
+    """build + initramfs + boot + parse for each guest named: `lk qemu` and
+    `lk_qemu.py run`.  Rows go to results as they come; a data file that
+    is wrong raises Failure."""
+    tree, scratch, logs = places(out, tree, scratch, logs)
+    specs = qemu_conf.read_selftests(tests or qemu_conf.SELFTESTS)
+    guests = load_guests(names, specs, overrides, build_dir)
+    cache = {}
+    for g in guests:
+        run_guest(
+            g,
+            specs,
+            tree,
+            scratch,
+            logs,
+            results,
+            build_root,
+            build_dir,
+            timeout,
+            echo,
+            cache,
+        )
+
+
 def tool_parser(prog, doc, out_note=""):
     """The command line of a QEMU stage tool: its docstring and --out."""
     p = argparse.ArgumentParser(
@@ -311,11 +380,24 @@ def main(argv=None):
                     results.add(*row)
             common.log(results.summary())
             return 0 if results.ok() else 1
-        tree = os.path.abspath(args.tree or os.path.join(out, "tree"))
-        scratch = os.path.abspath(args.scratch or os.path.join(out, "qemu"))
-        logs = os.path.abspath(args.logs or os.path.join(out, "logs"))
-        os.makedirs(scratch, exist_ok=True)
-        os.makedirs(logs, exist_ok=True)
+        if args.cmd == "run":
+            run_guests(
+                results,
+                out,
+                args.guest or qemu_conf.guest_names(),
+                tree=args.tree,
+                tests=args.tests,
+                scratch=args.scratch,
+                logs=args.logs,
+                overrides=key_values(args.set),
+                build_root=args.build_root,
+                build_dir=args.build_dir,
+                timeout=args.timeout,
+                echo=args.echo,
+            )
+            common.log(results.summary())
+            return 0 if results.ok() else 1
+        tree, scratch, logs = places(out, args.tree, args.scratch, args.logs)
         specs = qemu_conf.read_selftests(args.tests)
         if args.cmd == "build":
             for name in args.abi or qemu_conf.abi_names():
@@ -330,38 +412,12 @@ def main(argv=None):
                     results.failed("qemu build/%s: init" % name, str(e))
             common.log(results.summary())
             return 0 if results.ok() else 1
-        overrides = {}
-        for kv in args.set:
-            if "=" not in kv:
-                raise common.Failure("--set wants KEY=VALUE, not %r" % kv)
-            k, v = kv.split("=", 1)
-            overrides[k.strip()] = v.strip()
-        guests = [
-            qemu_conf.load_guest(g, overrides=overrides)
-            for g in (args.guest or qemu_conf.guest_names())
-        ]
-        for g in guests:
-            qemu_conf.guest_tests(g, specs)  # a bad 'tests' key stops them all
-        if getattr(args, "build_dir", None) and len(guests) != 1:
-            raise common.Failure("--build-dir needs exactly one --guest")
-        if args.cmd == "run":
-            cache = {}
-            for g in guests:
-                run_guest(
-                    g,
-                    specs,
-                    tree,
-                    scratch,
-                    logs,
-                    results,
-                    args.build_root,
-                    args.build_dir,
-                    args.timeout,
-                    args.echo,
-                    cache,
-                )
-            common.log(results.summary())
-            return 0 if results.ok() else 1
+        guests = load_guests(
+            args.guest or qemu_conf.guest_names(),
+            specs,
+            key_values(args.set),
+            getattr(args, "build_dir", None),
+        )
         # initramfs / boot: from binaries that 'build' left in scratch
         for g in guests:
             tests = []

@@ -1,17 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """The QEMU stages as lk runs them: boot, fuzz and bench the built kernels."""
 
-import collections
+import argparse
 import os
-import re
-import subprocess
-import sys
 import time
 
-from . import apply, build, common, kunit, targetconf, warns
-
-
-QEMU_ROW_RE = re.compile(r"^(PASS|FAIL|SKIP): (.*?)(?: - (.*))?$")
+from . import apply, bench, build, common, fuzz, kunit, qemu, targetconf, warns
 
 
 def guest_kernel(guest, out=None):
@@ -50,15 +44,10 @@ def do_qemu(args, results, guests=None):
                 " first" % (os.path.join(build_dir, conf["kernel"]), conf["target"]),
             )
             continue
-        cmd = [
-            sys.executable,
-            os.path.join(common.TOP, "scripts", "lk_qemu.py"),
-            "run",
-            "--guest",
-            guest,
-        ]
         t0 = time.time()
-        stream_rows(cmd, results, "qemu " + guest, out)
+        in_process(
+            results, "qemu " + guest, lambda: qemu.run_guests(results, out, [guest])
+        )
         common.log("qemu: %s took %ds" % (guest, time.time() - t0))
         if kunit.conf_has_kunit(build_dir):
             kunit.parse_guest_kunit(
@@ -66,60 +55,46 @@ def do_qemu(args, results, guests=None):
             )
 
 
-def stream_rows(cmd, results, name, out):
-    """Run a tool that prints result rows; report them as they come.
+def in_process(results, name, harness):
+    """Run harness(), which adds its rows to results as they come: a boot
+    and its tests take minutes, and each row is progress.
 
-    A boot and its tests take minutes, and each row is progress.  Other
-    lines are logged.  An exit status the rows do not explain is a
-    failure named `name`.
+    A failure that its rows do not name (an error that stopped it, or
+    only failing rows under other names) is one more FAIL row, `name`.
     """
-    p = subprocess.Popen(
-        cmd,
-        env=dict(os.environ, LK_OUT=out),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        universal_newlines=True,
-        errors="replace",
-    )
-    rows, tail = 0, collections.deque(maxlen=20)
-    for line in p.stdout:
-        line = line.rstrip("\n")
-        m = QEMU_ROW_RE.match(line)
-        if m:
-            rows += 1
-            results.add(m.group(1), m.group(2), m.group(3) or "")
-        elif line.strip():
-            tail.append(line)
-            common.log(line)
-    returncode = p.wait()
-    if returncode and (not rows or not results.has_failure(name)):
-        results.failed(
-            name,
-            "%s exited %d: %s"
-            % (os.path.basename(cmd[1]), returncode, "\n".join(tail)[-500:]),
-        )
+    n0 = len(results.rows)
+    error = None
+    try:
+        harness()
+    except (common.Failure, OSError) as e:
+        error = str(e)
+    rows = results.rows[n0:]
+    failed = [r[1] for r in rows if r[0] == "FAIL"]
+    if (error or failed) and (not rows or not results.has_failure(name)):
+        results.failed(name, error or "it failed: %s" % ", ".join(failed))
 
 
 def do_fuzz(args, results, guests=None, ci=False):
     """trinity in the x86 guests, under their kernels' sanitizers.
 
-    See scripts/lk_fuzz.py.  ci: the short fixed-seed run of `lk test`.
+    See fuzz.py.  ci: the short fixed-seed run of `lk test`.
     """
     out = common.out_dir(args)
     apply.applied_tree(args)
-    cmd = [sys.executable, os.path.join(common.TOP, "scripts", "lk_fuzz.py")]
-    if ci:
-        cmd.append("--ci")
-    for g in guests or ():
-        cmd += ["--guest", g]
-    for opt in ("minutes", "seed"):
-        if getattr(args, opt, None) is not None:
-            cmd += ["--" + opt, str(getattr(args, opt))]
-    for ph in getattr(args, "phase", None) or ():
-        cmd += ["--phase", ph]
     t0 = time.time()
-    stream_rows(cmd, results, "fuzz", out)
+    in_process(
+        results,
+        "fuzz",
+        lambda: fuzz.fuzz_guests(
+            results,
+            out,
+            guests,
+            ci,
+            getattr(args, "minutes", None),
+            getattr(args, "seed", None),
+            getattr(args, "phase", None),
+        ),
+    )
     common.log("fuzz: took %ds" % (time.time() - t0))
 
 
@@ -128,7 +103,7 @@ BENCH_TARGETS = ("x86_64", "i386")
 
 
 def do_bench(args, results):
-    """scripts/lk_bench.py: the prerequisite-only kernels against the tip.
+    """bench.py: the prerequisite-only kernels against the tip.
 
     Base kernels are built in $LK_OUT/baseline/build/<target> (where `lk
     baseline` builds the prerequisite-only tree) and reused while a
@@ -184,16 +159,16 @@ def do_bench(args, results):
     if missing:
         args.target, args.matrix, args.goal, args.fresh = (missing, None, None, False)
         build.do_build(args, results)
-    cmd = [
-        sys.executable,
-        os.path.join(common.TOP, "scripts", "lk_bench.py"),
-        "--base-build-root",
-        os.path.join(base_out, "build"),
-    ]
-    for opt in ("guest", "repeat", "batches", "calls"):
-        v = getattr(args, opt, None)
-        for x in v if isinstance(v, list) else [] if v is None else [v]:
-            cmd += ["--" + opt, str(x)]
+    opts = argparse.Namespace(
+        guest=getattr(args, "guest", None),
+        base_build_root=os.path.join(base_out, "build"),
+        tip_build_root=None,
+        batches=getattr(args, "batches", None) or bench.DEFAULT_BATCHES,
+        calls=getattr(args, "calls", None) or bench.DEFAULT_CALLS,
+        repeat=getattr(args, "repeat", None) or bench.DEFAULT_REPEAT,
+        tree=None,
+        echo=False,
+    )
     t0 = time.time()
-    stream_rows(cmd, results, "bench", out)
+    in_process(results, "bench", lambda: bench.bench_guests(results, out, opts))
     common.log("bench: took %ds" % (time.time() - t0))

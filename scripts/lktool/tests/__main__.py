@@ -24,6 +24,7 @@ GROUPS = {
         "goals_test",
         "ci_goals_test",
         "stages_test",
+        "qemu_stages_test",
         "config_test",
         "warnings_test",
         "kselftest_test",

@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tests of lk's QEMU stages: the harness runs in lk's process and its rows
+join lk's results as they come."""
+
+import argparse
+import os
+import tempfile
+import unittest
+from unittest import mock
+
+from .. import apply, boot, common, fuzz, qemu, qemu_stages
+
+
+class InProcessStages(unittest.TestCase):
+    def rows_of(self, harness, name="qemu x86_64"):
+        results = common.Results(echo=False)
+        results.passed("apply")
+        qemu_stages.in_process(results, name, lambda: harness(results))
+        return [(r[0], r[1]) for r in results.rows[1:]]
+
+    def test_rows_that_name_the_failure_need_no_more(self):
+        def harness(results):
+            results.passed("qemu x86_64: boot")
+            results.failed("qemu x86_64/64: t", "exit 1")
+
+        self.assertEqual(
+            self.rows_of(harness),
+            [("PASS", "qemu x86_64: boot"), ("FAIL", "qemu x86_64/64: t")],
+        )
+
+    def test_a_failure_under_another_name_is_named_once_more(self):
+        def harness(results):
+            results.failed("qemu build/64: t", "did not compile")
+            results.passed("qemu x86_64: boot")
+
+        self.assertEqual(
+            self.rows_of(harness),
+            [
+                ("FAIL", "qemu build/64: t"),
+                ("PASS", "qemu x86_64: boot"),
+                ("FAIL", "qemu x86_64"),
+            ],
+        )
+
+    def test_an_error_that_stops_the_harness_is_a_failure(self):
+        def harness(results):
+            raise common.Failure("configs/qemu/x.conf: missing 'kernel'")
+
+        results = common.Results(echo=False)
+        qemu_stages.in_process(results, "fuzz", lambda: harness(results))
+        self.assertEqual(
+            results.rows, [("FAIL", "fuzz", "configs/qemu/x.conf: missing 'kernel'")]
+        )
+
+    def test_passing_rows_add_nothing(self):
+        self.assertEqual(
+            self.rows_of(lambda r: r.passed("bench: build"), "bench"),
+            [("PASS", "bench: build")],
+        )
+
+
+class QemuStage(unittest.TestCase):
+    def test_each_built_guest_boots_in_process_with_its_rows(self):
+        out = tempfile.mkdtemp()
+        self.addCleanup(__import__("shutil").rmtree, out)
+        kernel = qemu_stages.guest_kernel("i386", out)
+        os.makedirs(os.path.dirname(kernel))
+        open(kernel, "w").close()
+        calls = []
+
+        def fake_run(results, where, names):
+            calls.append((where, names))
+            results.passed("qemu %s: boot" % names[0])
+
+        results = common.Results(echo=False)
+        with mock.patch.object(apply, "applied_tree"), mock.patch.object(
+            qemu, "run_guests", fake_run
+        ), mock.patch.object(common, "log"):
+            qemu_stages.do_qemu(argparse.Namespace(out=out), results)
+        self.assertEqual(calls, [(out, ["i386"])])
+        self.assertEqual(results.rows, [("PASS", "qemu i386: boot", "")])
+
+    def test_fuzz_passes_its_options_to_the_harness(self):
+        calls = []
+        results = common.Results(echo=False)
+        args = argparse.Namespace(out="/o", minutes=2.0, seed=7, phase=["root-time"])
+        with mock.patch.object(apply, "applied_tree"), mock.patch.object(
+            fuzz, "fuzz_guests", lambda *a: calls.append(a[1:])
+        ), mock.patch.object(common, "log"):
+            qemu_stages.do_fuzz(args, results, ["x86_64"], ci=True)
+        self.assertEqual(calls, [("/o", ["x86_64"], True, 2.0, 7, ["root-time"])])
+
+
+class BootProgressLines(unittest.TestCase):
+    def test_end_markers_are_counted_once_across_reads(self):
+        p = boot.BootProgress("x86_64", "t0k", 3, 0.0)
+        first = b"lk-qemu t0k begin 64/a\nlk-qemu t0k end 64/a exit=0\nlk-qemu t0k en"
+        p.feed(0, first)
+        tail = first[-128:]
+        p.feed(len(tail), tail + b"d 64/b exit=0\n")
+        self.assertEqual(p.done, 2)
+        said = []
+        with mock.patch.object(common, "log", said.append), mock.patch.object(
+            common, "PROGRESS_SECS", 60
+        ):
+            p.tick(30.0)
+            p.tick(61.0)
+        self.assertEqual(said, ["progress: boot x86_64: 2 of 3 tests done after 61s"])
