@@ -52,7 +52,7 @@ def configure(t, tree, build_dir, logfile, before_tip=False):
         kunit.configure_kunit(t, tree, build_dir, logfile, before_tip)
         return
     cmd = make_cmd(t, build_dir, tree)
-    frags = [os.path.join(common.TOP, "configs", f) for f in t["fragments"]]
+    frags = [os.path.join(common.FRAGMENTS, f) for f in t["fragments"]]
     step = "olddefconfig"
     if t["defconfig"] in targetconf.ALLCONFIG_TARGETS and frags:
         step = t["defconfig"]
@@ -228,7 +228,7 @@ def do_build(args, results, side_tasks=()):
     """
     tree = apply.applied_tree(args)
     names = args.target or targetconf.matrix(args.matrix)
-    baseline_dir = os.path.join(common.TOP, "configs", "warnings")
+    baseline_dir = common.WARNINGS
     touched = common.git(
         ["diff", "--name-only", "--diff-filter=d", "prereq", "series"], cwd=tree
     ).split()

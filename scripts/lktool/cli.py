@@ -148,7 +148,7 @@ def main(argv=None):
     t.add_argument(
         "--no-kunit",
         action="store_true",
-        help="do not run kunit.py (configs/matrix/kunit)",
+        help="do not run kunit.py (configs/kunit-tool/runs)",
     )
     t.add_argument(
         "--quick",

@@ -14,6 +14,16 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# Where each kind of data file lives in configs/ (docs/design.md, "Files").
+CONFIGS = os.path.join(TOP, "configs")
+FRAGMENTS = os.path.join(CONFIGS, "fragments")  # config fragments
+TARGETS = os.path.join(CONFIGS, "targets")  # build targets, <name>.conf
+MATRICES = os.path.join(CONFIGS, "matrix")  # lists of targets: ci, full, bisect
+WARNINGS = os.path.join(CONFIGS, "warnings")  # warning baselines, <target>.txt
+GUESTS = os.path.join(CONFIGS, "qemu")  # QEMU guests, abi/, selftests.txt
+KUNIT_TOOL = os.path.join(CONFIGS, "kunit-tool")  # what lk gives kunit.py
+
+
 class Failure(Exception):
     """A stage failed; the message names the artefact and the next step."""
 

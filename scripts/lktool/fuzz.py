@@ -160,14 +160,14 @@ def fuzz_initramfs(path, init, driver, trinity, libs, lines, plan):
     userspace.write_initramfs(path, c)
 
 
-KNOWN_REPORTS = os.path.join(common.TOP, "configs", "known-reports.txt")
+KNOWN_REPORTS = os.path.join(common.CONFIGS, "fuzz", "known-reports.txt")
 
 
 Known = collections.namedtuple("Known", "name kind match why")
 
 
 def read_known(path=KNOWN_REPORTS):
-    """The entries of configs/known-reports.txt (see its comment)."""
+    """The entries of configs/fuzz/known-reports.txt (see its comment)."""
     entries, cur, key = [], {}, None
     with open(path) as f:
         lines = [l.rstrip("\n") for l in f] + [""]

@@ -70,7 +70,7 @@ def install_kunit_tool(tree, out):
         shutil.rmtree(dest)
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(
-        os.path.join(common.TOP, "configs", "kunit", "arch_uml.config"),
+        os.path.join(common.KUNIT_TOOL, "arch_uml.config"),
         os.path.join(dest, "configs", "arch_uml.config"),
     )
     return os.path.join(dest, "kunit.py")
@@ -301,9 +301,9 @@ def conf_has_kunit(build_dir):
 
 
 def kunit_runs():
-    """What `lk test` runs with kunit.py: configs/matrix/kunit."""
+    """What `lk test` runs with kunit.py: configs/kunit-tool/runs."""
     runs = []
-    for line in targetconf.matrix("kunit"):
+    for line in targetconf.list_lines(os.path.join(common.KUNIT_TOOL, "runs")):
         words = line.split()
         runs.append((words[0], [os.path.join(common.TOP, w) for w in words[1:]]))
     return runs

@@ -165,9 +165,7 @@ def cmd_test(args):
         guests = [
             g
             for g in qemu_stages.qemu_guests()
-            if common.read_kv(os.path.join(common.TOP, "configs", "qemu", g + ".conf"))[
-                "target"
-            ]
+            if common.read_kv(os.path.join(common.GUESTS, g + ".conf"))["target"]
             in built
         ]
         if guests:

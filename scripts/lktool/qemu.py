@@ -3,7 +3,7 @@
 
 Each stage is usable alone; `run` chains them for every guest:
 
-  build      compile the selftests of configs/selftests.txt statically for
+  build      compile the selftests of configs/qemu/selftests.txt statically for
              a user-space ABI (64: gcc, 32: i686-linux-gnu-gcc, arm64:
              aarch64-linux-gnu-gcc, arm: arm-linux-gnueabihf-gcc), against
              the uapi headers exported from the kernel tree, plus the guest
@@ -33,7 +33,7 @@ Data files:
                               expect_<x> (see Expectations)
   configs/qemu/abi/<abi>.conf  per user-space ABI (64, 32, arm64, arm):
                               cc, headers_arch, headers_inputs, cflags
-  configs/selftests.txt       which tests, for which ABIs, with which flags
+  configs/qemu/selftests.txt       which tests, for which ABIs, with which flags
 
 Markers.  The host draws a random token per boot and passes it on the
 kernel command line (lkqemu.token=); /init prefixes every marker with it
@@ -309,7 +309,7 @@ def main(argv=None):
         s.add_argument(
             "--tests",
             default=qemu_conf.SELFTESTS,
-            help="selftest list (default: configs/selftests.txt)",
+            help="selftest list (default: configs/qemu/selftests.txt)",
         )
         s.add_argument("--scratch", help="scratch directory (default: " "$LK_OUT/qemu)")
         s.add_argument("--logs", help="log directory (default: " "$LK_OUT/logs)")

@@ -9,13 +9,13 @@ import shlex
 from . import common
 
 
-QEMU_CONF_DIR = os.path.join(common.TOP, "configs", "qemu")
+QEMU_CONF_DIR = common.GUESTS
 
 
 ABI_CONF_DIR = os.path.join(QEMU_CONF_DIR, "abi")
 
 
-SELFTESTS = os.path.join(common.TOP, "configs", "selftests.txt")
+SELFTESTS = os.path.join(common.GUESTS, "selftests.txt")
 
 
 DEFAULT_TEST_TIMEOUT = 60
@@ -105,7 +105,7 @@ TestSpec = collections.namedtuple("TestSpec", "source abis name timeout flags")
 
 
 def parse_selftests(text, origin="selftests.txt"):
-    """Parse configs/selftests.txt: '<source> <abis> [key=value] [-flags]'."""
+    """Parse configs/qemu/selftests.txt: '<source> <abis> [key=value] [-flags]'."""
     known_abis = abi_names()
     specs = []
     names = set()
@@ -173,7 +173,7 @@ def guest_tests(guest, specs):
     if unknown:
         raise common.Failure(
             "%s: tests: no selftest %s for ABI %s in the "
-            "selftest list (configs/selftests.txt)"
+            "selftest list (configs/qemu/selftests.txt)"
             % (guest["path"], " ".join(sorted(unknown)), " or ".join(guest["abis"]))
         )
     return [s for s in mine if s.name in guest["tests"]]

@@ -5,19 +5,29 @@ import argparse
 import os
 import time
 
-from . import apply, bench, build, common, fuzz, kunit, qemu, targetconf, warns
+from . import (
+    apply,
+    bench,
+    qemu_conf,
+    build,
+    common,
+    fuzz,
+    kunit,
+    qemu,
+    targetconf,
+    warns,
+)
 
 
 def guest_kernel(guest, out=None):
-    conf = common.read_kv(os.path.join(common.TOP, "configs", "qemu", guest + ".conf"))
+    conf = common.read_kv(os.path.join(common.GUESTS, guest + ".conf"))
     return os.path.join(
         out or common.out_dir(None), "build", conf["target"], conf["kernel"]
     )
 
 
 def qemu_guests():
-    d = os.path.join(common.TOP, "configs", "qemu")
-    return sorted(fn[:-5] for fn in os.listdir(d) if fn.endswith(".conf"))
+    return qemu_conf.guest_names()
 
 
 def do_qemu(args, results, guests=None):
@@ -33,9 +43,7 @@ def do_qemu(args, results, guests=None):
                 "build --target x86_64 --target i386' first"
             )
     for guest in guests:
-        conf = common.read_kv(
-            os.path.join(common.TOP, "configs", "qemu", guest + ".conf")
-        )
+        conf = common.read_kv(os.path.join(common.GUESTS, guest + ".conf"))
         build_dir = os.path.join(out, "build", conf["target"])
         if not os.path.exists(os.path.join(build_dir, conf["kernel"])):
             results.failed(

@@ -9,7 +9,7 @@ from . import common, series
 
 
 def targets_dir():
-    return os.path.join(common.TOP, "configs", "targets")
+    return common.TARGETS
 
 
 def load_target(name):
@@ -35,9 +35,15 @@ def load_target(name):
 
 
 def matrix(name):
-    path = os.path.join(common.TOP, "configs", "matrix", name)
+    """The targets of configs/matrix/<name>."""
+    path = os.path.join(common.MATRICES, name)
     if not os.path.exists(path):
         raise common.Failure("unknown matrix %s (no %s)" % (name, path))
+    return list_lines(path)
+
+
+def list_lines(path):
+    """The lines of a list file, without comments and blank lines."""
     with open(path) as f:
         return [l.split("#", 1)[0].strip() for l in f if l.split("#", 1)[0].strip()]
 
@@ -80,7 +86,7 @@ def baseline_stamp(series_dir, t):
     h = hashlib.sha256()
     frag_bytes = []
     for frag in t["fragments"]:
-        with open(os.path.join(common.TOP, "configs", frag), "rb") as f:
+        with open(os.path.join(common.FRAGMENTS, frag), "rb") as f:
             frag_bytes.append(f.read())
     fragments = b"".join(frag_bytes).decode("utf-8", "replace")
     for e in series.read_series(series_dir):
@@ -113,7 +119,7 @@ def baseline_stamp(series_dir, t):
         h.update(("kunitconfig=%s\n" % t["kunitconfig"]).encode())
         for path in (
             os.path.join(common.TOP, t["kunitconfig"]),
-            os.path.join(common.TOP, "configs", "kunit", "arch_uml.config"),
+            os.path.join(common.KUNIT_TOOL, "arch_uml.config"),
         ):
             with open(path, "rb") as f:
                 h.update(f.read())
@@ -140,7 +146,7 @@ def fragment_lines(t):
     """(fragment path, line, symbol) of each setting in t's fragments."""
     found = []
     for frag in t["fragments"]:
-        path = os.path.join(common.TOP, "configs", frag)
+        path = os.path.join(common.FRAGMENTS, frag)
         with open(path) as f:
             for line in f:
                 line = line.strip()

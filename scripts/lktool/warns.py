@@ -157,7 +157,7 @@ def judge_warnings(warnings, base_path, stamp, incremental, listing):
 
 
 def write_baseline(name, goals, warnings, stamp):
-    path = os.path.join(common.TOP, "configs", "warnings", name + ".txt")
+    path = os.path.join(common.WARNINGS, name + ".txt")
     with open(path, "w") as f:
         f.write(
             "# Warnings of v4.20 plus the prerequisite stack, target %s "

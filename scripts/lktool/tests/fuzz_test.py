@@ -389,7 +389,7 @@ class Judge(unittest.TestCase):
         st, _, detail = row(rows, "fuzz x86_64: known v4.20 report")
         self.assertEqual(st, "SKIP")
         self.assertIn("UBSAN during 64/root-binderfs", detail)
-        self.assertIn("hugetlb-sizelog-shift in configs/known-reports.txt", detail)
+        self.assertIn("hugetlb-sizelog-shift in configs/fuzz/known-reports.txt", detail)
         self.assertIn("/logs/fuzz-x86_64.log:8", detail)
         self.assertEqual(row(rows, "fuzz x86_64: kernel log")[0], "PASS")
         self.assertEqual(row(rows, "fuzz x86_64/64: root-binderfs")[0], "PASS")

@@ -117,7 +117,7 @@ class KUnitRuns(unittest.TestCase):
     def test_a_failing_case_fails_the_run(self):
         results = common.Results()
         # In the build directory of CI's own UML kernel (the um build
-        # target, which configs/matrix/kunit runs): the failing suite adds
+        # target, which configs/kunit-tool/runs runs): the failing suite adds
         # a few objects to that kernel instead of costing a kernel of its
         # own; the next build there starts from an empty directory.
         ok = kunit.do_kunit(

@@ -166,7 +166,7 @@ class DataFiles(unittest.TestCase):
                 frags = re.search(r"(?m)^fragments = (.*)$", f.read()).group(1).split()
             text = ""
             for name in frags:
-                with open(os.path.join(common.TOP, "configs", name)) as f:
+                with open(os.path.join(common.FRAGMENTS, name)) as f:
                     text += f.read()
             for opt in must + ("CONFIG_DEBUG_FS=y",):
                 self.assertIn(opt + "\n", text)

@@ -88,7 +88,7 @@ def applied_tree():
 
 
 def applied_selftests(testcase):
-    """The applied tree and the selftests configs/selftests.txt lists;
+    """The applied tree and the selftests configs/qemu/selftests.txt lists;
     skips the test case when `lk apply` has not run."""
     tree = applied_tree()
     if tree is None:
