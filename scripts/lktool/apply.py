@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """git am the series onto v4.20 in the work directory, and export it back."""
 
+from __future__ import annotations
+
+import argparse
+
 import collections
 import hashlib
 import os
@@ -10,7 +14,7 @@ import shutil
 from . import basetree, common, series
 
 
-def git_env():
+def git_env() -> dict[str, str]:
     """Identity for the commits that git am makes in our scratch tree."""
     env = dict(os.environ)
     env.setdefault("GIT_COMMITTER_NAME", "lk apply")
@@ -18,13 +22,13 @@ def git_env():
     return env
 
 
-def is_managed(tree):
+def is_managed(tree: str) -> bool:
     """True if `tree` is a clone that lk made (and may reset or remove)."""
     r = common.run(["git", "config", "lk.managed"], cwd=tree, capture=True, check=False)
     return r.stdout.strip() == "true"
 
 
-def prepare_tree(base, kind, tree):
+def prepare_tree(base: str, kind: str, tree: str) -> None:
     """Make `tree` a fresh clone of the base with branch 'series' at v4.20.
 
     Only a clone that lk made itself is reset or replaced; anything else at
@@ -81,7 +85,9 @@ def prepare_tree(base, kind, tree):
     common.git(["checkout", "-q", "-B", "series", "v4.20"], cwd=tree)
 
 
-def apply_series(series_dir, tree, entries, logfile):
+def apply_series(
+    series_dir: str, tree: str, entries: list[series.PatchEntry], logfile: str
+) -> dict[str, str]:
     """git am every entry onto branch 'series'; return {path: commit}."""
     commits = {}
     pdir = os.path.join(series_dir, "patches")
@@ -136,7 +142,7 @@ def apply_series(series_dir, tree, entries, logfile):
     return commits
 
 
-def series_stamp(series_dir):
+def series_stamp(series_dir: str) -> str:
     """Hash of the series file and every patch it lists."""
     h = hashlib.sha256()
     with open(os.path.join(series_dir, "series"), "rb") as f:
@@ -147,7 +153,7 @@ def series_stamp(series_dir):
     return h.hexdigest()[:16]
 
 
-def applied_tree(args):
+def applied_tree(args: argparse.Namespace) -> str:
     """The applied tree, checked to hold the current series, at its tip."""
     tree = os.path.join(common.out_dir(args), "tree")
     if not os.path.isdir(os.path.join(tree, ".git")) or not is_managed(tree):
@@ -166,7 +172,9 @@ def applied_tree(args):
     return tree
 
 
-def do_apply(args, results=None):
+def do_apply(
+    args: argparse.Namespace, results: common.Results | None = None
+) -> tuple[str, list[series.PatchEntry], dict[str, str]]:
     out = common.out_dir(args)
     series_dir = os.path.abspath(args.series_dir)
     os.makedirs(out, exist_ok=True)
@@ -199,7 +207,7 @@ def do_apply(args, results=None):
     return tree, entries, commits
 
 
-def patch_commits(tree, entries):
+def patch_commits(tree: str, entries: list[series.PatchEntry]) -> dict[str, str]:
     """{patch path: commit} of the applied branch, in series order."""
     revs = common.git(["rev-list", "--reverse", "v4.20..series"], cwd=tree).split()
     if len(revs) != len(entries):
@@ -210,7 +218,7 @@ def patch_commits(tree, entries):
     return dict(zip((e.path for e in entries), revs))
 
 
-def cmd_export(args):
+def cmd_export(args: argparse.Namespace) -> int:
     """Regenerate patches/ and the file names in series from a kernel
     branch: prerequisite commits in v4.20..prereq, upstream-bound ones in
     prereq..HEAD.
@@ -242,7 +250,7 @@ def cmd_export(args):
         return os.path.basename(series.patch_key(path))[: -len(".patch")]
 
     by_key = {key(e.path): e for e in entries}
-    commits = []
+    commits: list[tuple[str, series.PatchEntry, str]] = []
     for rng, upstream in (("v4.20..prereq", False), ("prereq..HEAD", True)):
         for c in common.git(["rev-list", "--reverse", rng], cwd=tree).split():
             subject = common.git(["log", "-1", "--format=%s", c], cwd=tree)
@@ -263,7 +271,7 @@ def cmd_export(args):
             if any(k == x[2] for x in commits):
                 raise common.Failure("two commits have the subject %r" % subject)
             commits.append((c, e, k))
-    seen = []
+    seen: list[str] = []
     for _, e, _ in commits:
         if seen and seen[-1] == e.section:
             continue
@@ -282,7 +290,7 @@ def cmd_export(args):
             "the branch has the sections in the order %s, series "
             "in the order %s" % (" ".join(seen), " ".join(listed))
         )
-    index = collections.Counter()
+    index: collections.Counter[str] = collections.Counter()
     names = {}
     by_section = collections.defaultdict(list)
     for c, e, k in commits:

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The v4.20 base tree: find it, or download and verify it."""
 
+from __future__ import annotations
+
 import os
 import re
 import tempfile
@@ -35,7 +37,7 @@ assemble the tree at {cache} from public snapshots with
 """
 
 
-def tree_id_of_dir(path):
+def tree_id_of_dir(path: str) -> str:
     """git tree id of a plain directory, computed in a scratch repository."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(
@@ -51,7 +53,7 @@ def tree_id_of_dir(path):
         ).stdout.strip()
 
 
-def makefile_version(path):
+def makefile_version(path: str) -> str | None:
     try:
         with open(os.path.join(path, "Makefile")) as f:
             head = f.read(2048)
@@ -69,7 +71,7 @@ def makefile_version(path):
     )
 
 
-def check_git_base(path):
+def check_git_base(path: str) -> str:
     """Return a description of a git tree with tag v4.20, or raise."""
     r = common.run(
         ["git", "rev-parse", "-q", "--verify", "v4.20^{commit}"],
@@ -89,7 +91,7 @@ def check_git_base(path):
     return "git tree %s (v4.20 = %s)" % (path, commit[:12])
 
 
-def find_base(allow_download=True):
+def find_base(allow_download: bool = True) -> tuple[str, str]:
     """Resolve the base tree: $LINUX_SRC, the cache, then kernel.org.
 
     Returns (path, kind) where kind is 'git' or 'plain'.
@@ -119,7 +121,7 @@ def find_base(allow_download=True):
     return cache, "git"
 
 
-def download_base(cache):
+def download_base(cache: str) -> None:
     url = os.environ.get("LK_TARBALL_URL", TARBALL_URL)
     common.log("base: downloading %s" % url)
     parent = os.path.dirname(cache)
@@ -165,7 +167,7 @@ def download_base(cache):
     common.log("base: verified and stored in %s" % cache)
 
 
-def make_git_base(src, expect_tree=None):
+def make_git_base(src: str, expect_tree: str | None = None) -> None:
     """Turn a plain v4.20 source dir into a git repo with tag v4.20."""
     env = dict(
         os.environ,

@@ -77,6 +77,10 @@ seconds per guest second (ICOUNT_RATE), plus the guest's boot_timeout.
 Environment: LK_OUT (default ~/.cache/linux-v4.20-work), as for lk_qemu.py.
 """
 
+from __future__ import annotations
+
+from typing import Callable
+
 import argparse
 import math
 import os
@@ -154,7 +158,7 @@ OVERRIDES = {"smp": "1", "qemu_args": "-nic none"}
 TOKEN = "1b2e4c7f00bec4e5"
 
 
-def bench_guest(name, conf_dir=qemu_conf.QEMU_CONF_DIR):
+def bench_guest(name: str, conf_dir: str = qemu_conf.QEMU_CONF_DIR) -> common.Guest:
     """A guest of configs/qemu/ with one CPU, no NUMA, in icount mode."""
     g = qemu_conf.load_guest(name, conf_dir)
     overrides = dict(OVERRIDES)
@@ -166,13 +170,15 @@ def bench_guest(name, conf_dir=qemu_conf.QEMU_CONF_DIR):
     return g
 
 
-def bench_timeout(calls, batches):
+def bench_timeout(calls: int, batches: int) -> int:
     """A bench program's limit in the guest, in guest seconds."""
     insns = CASES * (batches + 2) * (calls * CALL_INSNS + TICK_INSNS)
     return max(MIN_TIMEOUT, int(math.ceil(2 * insns / 1e9)))
 
 
-def wall_limit(guest, timeouts, scale=1, kmemleak=False):
+def wall_limit(
+    guest: common.Guest, timeouts: list[int], scale: int = 1, kmemleak: bool = False
+) -> int:
     """The host's limit for a boot whose programs have these guest limits
     (lk_qemu.wall_limit() with guest seconds turned into wall seconds)."""
     return boot.wall_limit(
@@ -183,7 +189,9 @@ def wall_limit(guest, timeouts, scale=1, kmemleak=False):
     )
 
 
-def manifest_lines(abis, calls, batches, timeout):
+def manifest_lines(
+    abis: list[str], calls: int, batches: int, timeout: int
+) -> list[str]:
     return [
         "%d %s /lk-qemu/%s --calls %d --batches %d\n"
         % (
@@ -197,7 +205,9 @@ def manifest_lines(abis, calls, batches, timeout):
     ]
 
 
-def bench_initramfs(path, init, programs, lines):
+def bench_initramfs(
+    path: str, init: str, programs: list[tuple[str, str]], lines: list[str]
+) -> None:
     """programs: [(abi, host path of its bench)]."""
     c = userspace.base_cpio(init)
     for abi, src in programs:
@@ -211,7 +221,9 @@ def bench_initramfs(path, init, programs, lines):
     userspace.write_initramfs(path, c)
 
 
-def build(abis, init_abis, tree, scratch, logs):
+def build(
+    abis: set[str], init_abis: set[str], tree: str, scratch: str, logs: str
+) -> tuple[dict[str, str], dict[str, str]]:
     """{abi: bench binary}, {abi: init binary}; raises Failure."""
     benches, inits = {}, {}
     for name in sorted(set(abis) | set(init_abis)):
@@ -235,14 +247,23 @@ def build(abis, init_abis, tree, scratch, logs):
 
 
 def boot_one(
-    guest, label, kernel, bdir, initramfs, logs, results, calls, batches, echo=False
-):
+    guest: common.Guest,
+    label: str,
+    kernel: str,
+    bdir: str,
+    initramfs: str,
+    logs: str,
+    results: common.Results,
+    calls: int,
+    batches: int,
+    echo: bool = False,
+) -> tuple[dict[str, bench_judge.Run | None], str | None]:
     """Boot one kernel; return ({abi: Run or None}, why missing or None)."""
     name = guest["name"]
     abis = guest["abis"]
     prefix = "bench %s %s" % (name, label)
     if not os.path.isfile(kernel):
-        why = "no kernel at %s" % kernel
+        why: str | None = "no kernel at %s" % kernel
         results.failed(
             "%s: boot" % prefix,
             "%s; build it with 'scripts/lk "
@@ -295,7 +316,15 @@ def boot_one(
     return runs, why
 
 
-def bench_one_guest(guest, args, benches, inits, scratch, logs, results):
+def bench_one_guest(
+    guest: common.Guest,
+    args: argparse.Namespace,
+    benches: dict[str, str],
+    inits: dict[str, str],
+    scratch: str,
+    logs: str,
+    results: common.Results,
+) -> list[bench_judge.Row]:
     """Boot base once and tip --repeat times; return the guest's Rows."""
     name = guest["name"]
     abis = guest["abis"]
@@ -353,7 +382,7 @@ def bench_one_guest(guest, args, benches, inits, scratch, logs, results):
     return rows
 
 
-def bench_guests(results, out, opts):
+def bench_guests(results: common.Results, out: str, opts: argparse.Namespace) -> None:
     """Boot each guest's base and tip kernels and judge every case: `lk
     bench` and `lk_bench.py`.  opts holds the command line's options
     (guest, base_build_root, tip_build_root, batches, calls, repeat, tree,
@@ -415,7 +444,7 @@ def bench_guests(results, out, opts):
         common.log("bench: reproducibility: %s" % rep)
 
 
-def positive(limit):
+def positive(limit: int) -> Callable[[str], int]:
     def parse(text):
         try:
             v = int(text)
@@ -428,7 +457,7 @@ def positive(limit):
     return parse
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = qemu.tool_parser("lk_bench.py", __doc__, "; results go to <out>/bench/")
     p.add_argument(
         "--guest",

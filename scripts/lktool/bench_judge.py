@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """What the bench program printed, judged case by case: base against tip."""
 
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import collections
 import re
 
@@ -43,15 +47,15 @@ Case = collections.namedtuple("Case", "name median min max n batches error " "fi
 class Run:
     """What one bench program printed (one ABI, one boot)."""
 
-    def __init__(self):
-        self.abi = None
-        self.config = {}
-        self.cases = collections.OrderedDict()
+    def __init__(self) -> None:
+        self.abi: str | None = None
+        self.config: dict[str, str] = {}
+        self.cases: collections.OrderedDict[str, Case] = collections.OrderedDict()
         self.done = False
-        self.malformed = []  # (line number, text)
+        self.malformed: list[tuple[int, str]] = []  # (line number, text)
 
 
-def parse_bench(output):
+def parse_bench(output: list[tuple[int, str]]) -> Run:
     """Parse a bench program's output ([(line number, text)]) into a Run.
 
     Lines that do not start with "bench " (a kernel's console records)
@@ -96,7 +100,7 @@ def parse_bench(output):
     return run
 
 
-def runs_of(report, abis):
+def runs_of(report: serial.Report | None, abis: list[str]) -> dict[str, Run | None]:
     """{abi: Run or None} of a parsed boot (lk_qemu.Report)."""
     out = {}
     for abi in abis:
@@ -109,15 +113,15 @@ def runs_of(report, abis):
     return out
 
 
-def is_time64(case):
+def is_time64(case: str) -> bool:
     return case.endswith(TIME64_SUFFIX)
 
 
-def fmt(v):
+def fmt(v: float) -> str:
     return "%.1f" % v
 
 
-def ratio_of(base, tip):
+def ratio_of(base: float | None, tip: float | None) -> float | None:
     """tip / base, or None when it means nothing."""
     if base is None or tip is None or base <= 0:
         return None
@@ -129,7 +133,7 @@ Row = collections.namedtuple(
 )
 
 
-def value(c):
+def value(c: Case | None) -> str:
     """A Case as a CSV/table cell: its median, its error or ''."""
     if c is None:
         return ""
@@ -138,7 +142,14 @@ def value(c):
     return "%.2f" % c.median
 
 
-def judge_case(guest, abi, case, base, tips, why_missing=None):
+def judge_case(
+    guest: str,
+    abi: str,
+    case: str,
+    base: Case | None,
+    tips: list[Case | None],
+    why_missing: dict[str, Any] | None = None,
+) -> Row:
     """Judge one case: a Row.
 
     base: its Case on the base kernel or None (no result); tips: its Case
@@ -204,7 +215,7 @@ def judge_case(guest, abi, case, base, tips, why_missing=None):
     )
 
 
-def case_names(runs):
+def case_names(runs: Sequence[Run | None]) -> list[str]:
     """The case names of some Runs (or None), in order of appearance."""
     names = []
     for r in runs:
@@ -214,7 +225,13 @@ def case_names(runs):
     return names
 
 
-def judge_guest(guest, abis, base_runs, tip_runs, why_missing=None):
+def judge_guest(
+    guest: str,
+    abis: list[str],
+    base_runs: dict[str, Run | None],
+    tip_runs: list[dict[str, Run | None]],
+    why_missing: dict[str, Any] | None = None,
+) -> list[Row]:
     """Rows of a guest: base_runs {abi: Run|None}, tip_runs [same]."""
     rows = []
     for abi in abis:
@@ -234,11 +251,13 @@ def judge_guest(guest, abis, base_runs, tip_runs, why_missing=None):
     return rows
 
 
-def row_name(r):
+def row_name(r: Row) -> str:
     return "bench %s/%s: %s" % (r.guest, r.abi, r.case)
 
 
-def run_problems(guest, label, runs, calls, batches):
+def run_problems(
+    guest: str, label: str, runs: dict[str, Run | None], calls: int, batches: int
+) -> list[tuple[str, str, str]]:
     """Rows for a boot's bench output that is incomplete or odd."""
     rows = []
     for abi, run in sorted(runs.items()):
@@ -264,7 +283,7 @@ def run_problems(guest, label, runs, calls, batches):
     return rows
 
 
-def repeat_summary(rows, repeat):
+def repeat_summary(rows: list[Row], repeat: int) -> str | None:
     """'N of M cases identical in R tip boots', or None without repeats."""
     if repeat < 2:
         return None

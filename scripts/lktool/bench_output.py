@@ -1,19 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0
 """The benchmark's table, CSV and chart."""
 
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import collections
 import csv
 import os
 import subprocess
 import sys
 
-from . import common
+from . import bench_judge, common
 
 
 CSV_COLUMNS = ("guest", "abi", "case", "base", "tip", "ratio")
 
 
-def write_csv(path, rows):
+def write_csv(path: str, rows: list[bench_judge.Row]) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
@@ -33,7 +37,7 @@ def write_csv(path, rows):
     os.replace(tmp, path)
 
 
-def table(rows):
+def table(rows: list[bench_judge.Row]) -> list[str]:
     """The rows as a text table (lines)."""
     head = ("guest/abi", "case", "base", "tip", "ratio", "status")
     body = [
@@ -67,7 +71,7 @@ DEBIAN_PYTHON = "/usr/bin/python3"
 ChartRow = collections.namedtuple("ChartRow", "guest abi case ratio")
 
 
-def read_csv_ratios(path):
+def read_csv_ratios(path: str) -> list[ChartRow]:
     """The rows of write_csv() that have a ratio, for chart()."""
     with open(path, newline="") as f:
         return [
@@ -77,7 +81,7 @@ def read_csv_ratios(path):
         ]
 
 
-def chart(path, rows, csv_path=None):
+def chart(path: str, rows: Sequence[Any], csv_path: str | None = None) -> bool:
     """A bar chart of the ratios; False when matplotlib is missing.
 
     Without matplotlib in this interpreter, and with csv_path, Debian's
@@ -95,7 +99,7 @@ def chart(path, rows, csv_path=None):
             and os.path.exists(DEBIAN_PYTHON)
             and os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON)
         ):
-            r = subprocess.run(
+            drawn = subprocess.run(
                 [
                     DEBIAN_PYTHON,
                     os.path.join(common.TOP, "scripts", "lk_bench.py"),
@@ -106,7 +110,7 @@ def chart(path, rows, csv_path=None):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
             )
-            return r.returncode == 0
+            return drawn.returncode == 0
         return False
     bars = [r for r in rows if r.ratio is not None]
     groups = []

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Boot a guest under TCG and keep its serial log."""
 
+from __future__ import annotations
+
+from typing import Sequence
+
 import os
 import secrets
 import selectors
@@ -17,11 +21,13 @@ from . import common
 KILL_WAIT = 10
 
 
-def host_line(token, text):
+def host_line(token: str, text: str) -> str:
     return "# lk-qemu-host %s %s\n" % (token, text)
 
 
-def qemu_command(guest, kernel, initramfs, token, append=""):
+def qemu_command(
+    guest: common.Guest, kernel: str, initramfs: str, token: str, append: str = ""
+) -> list[str]:
     """The qemu command line: TCG, serial console on stdio, no reboot."""
     cmdline = " ".join(
         x
@@ -59,7 +65,12 @@ def qemu_command(guest, kernel, initramfs, token, append=""):
     ] + guest["qemu_args"]
 
 
-def wall_limit(guest, tests, scale=1, kmemleak=False):
+def wall_limit(
+    guest: common.Guest,
+    tests: Sequence[tuple[str, int]],
+    scale: int = 1,
+    kmemleak: bool = False,
+) -> int:
     """The wall-clock limit of a boot running tests ([(name, seconds)])."""
     limit = guest["boot_timeout"] * scale
     limit += sum(t + KILL_WAIT + 2 for _, t in tests)
@@ -72,18 +83,18 @@ class BootProgress:
     """How far a boot got, said every common.PROGRESS_SECS: a guest and its
     tests take minutes, and init's end markers count the tests done."""
 
-    def __init__(self, name, token, tests, t0):
+    def __init__(self, name: str, token: str, tests: int, t0: float) -> None:
         self.name, self.tests, self.t0 = name, tests, t0
         self.mark = ("lk-qemu %s end " % token).encode()
         self.done = 0
         self.said = t0
 
-    def feed(self, old, buf):
+    def feed(self, old: int, buf: bytes) -> None:
         """Count the markers of buf that do not lie wholly in its first
         `old` bytes (the tail counted before)."""
         self.done += buf.count(self.mark, max(0, old - len(self.mark) + 1))
 
-    def tick(self, now):
+    def tick(self, now: float) -> None:
         if now - self.said >= common.PROGRESS_SECS:
             self.said = now
             common.log(
@@ -93,16 +104,16 @@ class BootProgress:
 
 
 def boot(
-    guest,
-    kernel,
-    initramfs,
-    log_path,
-    expected=(),
-    limit=None,
-    token=None,
-    append="",
-    echo=False,
-):
+    guest: common.Guest,
+    kernel: str,
+    initramfs: str,
+    log_path: str,
+    expected: Sequence[str] = (),
+    limit: int | None = None,
+    token: str | None = None,
+    append: str = "",
+    echo: bool = False,
+) -> str:
     """Boot guest under TCG, writing the serial log to log_path.
 
     expected: manifest names in order (recorded in the log for the parser).
@@ -144,6 +155,7 @@ def boot(
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        assert proc.stdout is not None and proc.stderr is not None
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         sel.register(proc.stderr, selectors.EVENT_READ)
@@ -166,7 +178,7 @@ def boot(
                     break
                 wait = (drain_until if drain_until is not None else deadline) - now
                 for key, _ in sel.select(max(0.01, min(wait, 1.0))):
-                    data = os.read(key.fileobj.fileno(), 65536)
+                    data = os.read(key.fd, 65536)
                     if not data:
                         sel.unregister(key.fileobj)
                         continue

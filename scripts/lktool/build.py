@@ -1,6 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Configure and build the targets, in two lanes."""
 
+from __future__ import annotations
+
+import argparse
+import collections
+
+from typing import Callable, Sequence
+
 import os
 import re
 import shutil
@@ -14,7 +21,7 @@ from . import apply, common, kbuild, kunit, targetconf, warns
 BUILD_STEP_RE = re.compile(r"^\s+(CC|CC \[M\]|AS|LD|AR|HOSTCC|HOSTLD)\s")
 
 
-def make_cmd(t, build_dir, tree):
+def make_cmd(t: common.Target, build_dir: str, tree: str) -> list[str]:
     cross = t["cross_compile"]
     cmd = [
         "make",
@@ -30,7 +37,9 @@ def make_cmd(t, build_dir, tree):
     return cmd
 
 
-def configure(t, tree, build_dir, logfile, before_tip=False):
+def configure(
+    t: common.Target, tree: str, build_dir: str, logfile: str, before_tip: bool = False
+) -> None:
     """Make the .config of target t and check that every fragment stuck.
 
     A fragment may name a symbol that an upstream-bound patch adds (the
@@ -104,16 +113,16 @@ def configure(t, tree, build_dir, logfile, before_tip=False):
 
 
 def build_target(
-    t,
-    tree,
-    out,
-    goals,
-    results,
-    baseline_dir=None,
-    fresh=False,
-    stamp=None,
-    before_tip=False,
-):
+    t: common.Target,
+    tree: str,
+    out: str,
+    goals: list[str],
+    results: common.Results,
+    baseline_dir: str | None = None,
+    fresh: bool = False,
+    stamp: str | None = None,
+    before_tip: bool = False,
+) -> collections.Counter[str] | None:
     """Configure and build one target; report config, build and warnings.
 
     before_tip: the tree is a commit before the series' tip (the
@@ -212,7 +221,11 @@ def build_target(
     return warnings
 
 
-def do_build(args, results, side_tasks=()):
+def do_build(
+    args: argparse.Namespace,
+    results: common.Results,
+    side_tasks: Sequence[Callable[[common.Results], object]] = (),
+) -> None:
     """Build the targets of args.matrix (or args.target) and compare their
     warnings with the committed baselines.
 
@@ -308,7 +321,7 @@ def do_build(args, results, side_tasks=()):
         raise errors[0]
 
 
-def target_config(t, tree, out):
+def target_config(t: common.Target, tree: str, out: str) -> dict[str, str] | None:
     """The .config of target t on the applied tree, or None if configuring
     fails (build_target() then reports the failure).  It is made in a
     directory of its own: a build directory that exists counts as an

@@ -2,6 +2,12 @@
 """checkpatch --strict on each upstream-bound patch, with the exceptions
 of scripts/checkpatch-exceptions."""
 
+from __future__ import annotations
+
+import argparse
+
+from typing import Sequence
+
 import collections
 import os
 import re
@@ -20,7 +26,9 @@ Complaint = collections.namedtuple("Complaint", "level type message file quoted"
 CHECKPATCH_EXCEPTIONS_FORMAT = "PATCH | TYPE | FILE | LINE TEXT | reason"
 
 
-def checkpatch_exceptions(path=None):
+def checkpatch_exceptions(
+    path: str | None = None,
+) -> dict[str, list[CheckpatchException]]:
     """{patch: [CheckpatchException, ...]} from scripts/checkpatch-exceptions.
 
     Each line names one occurrence: the patch, checkpatch's type, the file
@@ -29,7 +37,7 @@ def checkpatch_exceptions(path=None):
     else in the patch is not excused.
     """
     path = path or os.path.join(common.TOP, "scripts", "checkpatch-exceptions")
-    allow = collections.defaultdict(list)
+    allow: dict[str, list[CheckpatchException]] = collections.defaultdict(list)
     if not os.path.exists(path):
         return allow
     with open(path) as f:
@@ -45,11 +53,15 @@ def checkpatch_exceptions(path=None):
                 raise common.Failure(
                     "%s:%d: %r is not a checkpatch type" % (path, n, parts[1])
                 )
-            allow[parts[0]].append(CheckpatchException(*parts, lineno=n))
+            allow[parts[0]].append(
+                CheckpatchException(
+                    parts[0], parts[1], parts[2], parts[3], parts[4], lineno=n
+                )
+            )
     return allow
 
 
-def patch_file_at(patch_lines, linenr):
+def patch_file_at(patch_lines: list[str], linenr: int) -> str:
     """The file that line linenr (1-based) of a patch belongs to, or "-"
     for the commit message and anything before the first diff."""
     for line in reversed(patch_lines[:linenr]):
@@ -59,7 +71,7 @@ def patch_file_at(patch_lines, linenr):
     return "-"
 
 
-def checkpatch_complaints(text, patch_lines):
+def checkpatch_complaints(text: str, patch_lines: list[str]) -> list[Complaint]:
     """The complaints of checkpatch --show-types output, each with the file
     it is about and the first line that checkpatch quotes."""
     lines = text.splitlines()
@@ -80,7 +92,7 @@ def checkpatch_complaints(text, patch_lines):
     return out
 
 
-def excuses(exc, complaint):
+def excuses(exc: CheckpatchException, complaint: Complaint) -> bool:
     return (
         exc.type == complaint.type
         and exc.file == complaint.file
@@ -88,7 +100,9 @@ def excuses(exc, complaint):
     )
 
 
-def run_checkpatch(tree, patch, logfile, allowed=()):
+def run_checkpatch(
+    tree: str, patch: str, logfile: str, allowed: Sequence[CheckpatchException] = ()
+) -> tuple[list[str], list[CheckpatchException]]:
     """checkpatch --strict on one patch: (unexcused complaints, unused
     exceptions).  allowed holds the patch's CheckpatchExceptions.
 
@@ -140,7 +154,12 @@ def run_checkpatch(tree, patch, logfile, allowed=()):
     return problems, [e for e in allowed if e not in used]
 
 
-def do_checkpatch(args, results, tree, entries):
+def do_checkpatch(
+    args: argparse.Namespace,
+    results: common.Results,
+    tree: str,
+    entries: list[series.PatchEntry],
+) -> None:
     """checkpatch --strict on each upstream-bound patch, with the applied
     tree at the series' tip as its --root."""
     series_dir = os.path.abspath(args.series_dir)

@@ -16,7 +16,8 @@ Stages:
   cocci     coccicheck (report mode) before and after each upstream-bound
             patch on the C files it touches: no new report
   baseline  record the warnings of the prerequisite-only tree
-  selftest  test this tool on canned inputs and deliberately broken patches
+  selftest  test this tool on canned inputs and deliberately broken patches,
+            and check it with mypy, flake8 and black (scripts/check)
   kunit     kunit.py run (Debian's 6.1 tool) on the applied tree
   qemu      boot the built x86 and arm kernels under QEMU: selftests, KUnit
             results
@@ -31,6 +32,8 @@ Stages:
   send      prepare the upstream-bound patches for mailing under your identity
   export    regenerate patches/ from a kernel branch (v4.20..prereq..HEAD)
 """
+
+from __future__ import annotations
 
 import argparse
 import os
@@ -55,7 +58,16 @@ from . import (
 )
 
 
-def main(argv=None):
+# One line each in `lk --help`.
+STAGE_HELP = {
+    "build": "build the targets of a matrix and compare their warnings",
+    "test": "what CI runs: series, apply, check, build, qemu, fuzz, kunit, selftest",
+    "setup": "deps + base + apply + build (the full matrix)",
+    "check": "per patch: checkpatch, coccicheck, sparse and a build",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="lk",
         description=__doc__,
@@ -76,12 +88,12 @@ def main(argv=None):
         help="never download the base tree from kernel.org",
     )
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("deps")
-    sub.add_parser("base")
-    sub.add_parser("series")
-    sub.add_parser("apply")
+    sub.add_parser("deps", help="install the Debian packages of scripts/packages.txt")
+    sub.add_parser("base", help="find (or download and verify) the v4.20 base tree")
+    sub.add_parser("series", help="check the series file and the patch headers")
+    sub.add_parser("apply", help="git am the series onto v4.20 in $LK_OUT/tree")
     for name in ("build", "test", "setup"):
-        s = sub.add_parser(name)
+        s = sub.add_parser(name, help=STAGE_HELP[name])
         s.add_argument(
             "--matrix",
             default="full" if name == "setup" else ("ci" if name == "test" else "full"),
@@ -112,7 +124,11 @@ def main(argv=None):
         help="only install packages and find the base tree",
     )
     for name in ("check", "test"):
-        s = sub.choices[name] if name in sub.choices else sub.add_parser(name)
+        s = (
+            sub.choices[name]
+            if name in sub.choices
+            else sub.add_parser(name, help=STAGE_HELP[name])
+        )
         s.add_argument(
             "--bisect",
             choices=("touched", "full"),
@@ -155,8 +171,16 @@ def main(argv=None):
         action="store_true",
         help="selftest without the tests that build kernels",
     )
-    s = sub.add_parser("selftest")
-    s.add_argument("--quick", action="store_true")
+    s = sub.add_parser(
+        "selftest",
+        help="the tool's unit tests and static checks (mypy, flake8, black; "
+        "scripts/check runs this)",
+    )
+    s.add_argument(
+        "--quick",
+        action="store_true",
+        help="without the tests that need a base tree, a compiler or a boot",
+    )
     s = sub.add_parser(
         "cocci",
         help="coccicheck before and after each " "upstream-bound patch (part of check)",
@@ -236,7 +260,9 @@ def main(argv=None):
     s.add_argument(
         "--calls", type=bench.positive(bench.MAX_CALLS), help="calls per batch"
     )
-    s = sub.add_parser("baseline")
+    s = sub.add_parser(
+        "baseline", help="record the warnings of the prerequisite-only tree"
+    )
     s.add_argument("--target", action="append")
     s = sub.add_parser("send", help="b4 prep branches and mails per topic")
     s.add_argument(
@@ -259,7 +285,9 @@ def main(argv=None):
         help="where to write the mails (default: "
         "$LK_OUT/outgoing), one folder per section",
     )
-    s = sub.add_parser("export")
+    s = sub.add_parser(
+        "export", help="regenerate patches/ from a kernel branch (v4.20..prereq..HEAD)"
+    )
     s.add_argument("tree", help="kernel git tree with v4.20, prereq, HEAD")
     args = p.parse_args(argv)
     # ccache: paths below the work directory count relative to the build

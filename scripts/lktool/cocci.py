@@ -1,6 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """coccicheck (report mode) before and after each upstream-bound patch."""
 
+from __future__ import annotations
+
+import argparse
+
+from typing import Any, Sequence
+
 import collections
 import hashlib
 import json
@@ -10,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 
-from . import apply, common
+from . import apply, common, series
 
 
 # Seconds spatch may spend on one file for one semantic patch (it takes
@@ -27,9 +33,10 @@ class CocciScript:
     and the least spatch version its '// Options:' and '// Requires:'
     lines give (as scripts/coccicheck reads them)."""
 
-    def __init__(self, path, text):
+    def __init__(self, path: str, text: str) -> None:
         self.path = path
-        self.options, self.requires = [], ""
+        self.options: list[str] = []
+        self.requires = ""
         for line in text.splitlines():
             if "Options:" in line and not self.options:
                 self.options = line.split(":", 1)[1].split()
@@ -39,11 +46,11 @@ class CocciScript:
         self.key = hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def version_tuple(text):
+def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
 
-def spatch_version():
+def spatch_version() -> str:
     out = common.run(["spatch", "--version"], capture=True).stdout
     m = re.search(r"spatch version (\S+)", out)
     if not m:
@@ -51,14 +58,14 @@ def spatch_version():
     return m.group(1)
 
 
-def cocci_key(script, message, source_line):
+def cocci_key(script: str, message: str, source_line: str) -> tuple[str, str, str]:
     """What identifies a report across versions of a file: the semantic
     patch, its message with the numbers in it (line numbers of other
     places) left out, and the text of the line it points at."""
     return (script, re.sub(r"\d+", "#", message), source_line.strip())
 
 
-def cocci_new_reports(before, after):
+def cocci_new_reports(before: list[Any], after: list[Any]) -> list[str]:
     """The reports of `after` that `before` does not have (multisets of
     cocci_key() tuples, with their report lines)."""
     left = collections.Counter(k for k, _ in before)
@@ -71,7 +78,9 @@ def cocci_new_reports(before, after):
     return new
 
 
-def cocci_versions(tree, upstream, commits):
+def cocci_versions(
+    tree: str, upstream: list[series.PatchEntry], commits: dict[str, str]
+) -> tuple[dict[str, list[tuple[str, str | None, str]]], dict[str, tuple[str, str]]]:
     """{patch path: [(file, blob before or None, blob after)]} for the C
     sources and headers each upstream-bound patch adds or changes, and
     {blob: (commit, file)}: every version of a file to check once.
@@ -81,7 +90,8 @@ def cocci_versions(tree, upstream, commits):
     its directory (local includes) and, for the few semantic patches
     without --no-includes, the tip's headers: a change there alone does
     not check the file again (remove $LK_OUT/cocci/ for that)."""
-    per_patch, blobs = {}, {}
+    per_patch: dict[str, list[tuple[str, str | None, str]]] = {}
+    blobs: dict[str, tuple[str, str]] = {}
     for e in upstream:
         c = commits[e.path]
         # Raw lines ":MODE MODE OLD NEW STATUS\tFILE"; OLD is all zeros for
@@ -104,7 +114,7 @@ def cocci_versions(tree, upstream, commits):
     return per_patch, blobs
 
 
-def write_blobs(tree, wanted):
+def write_blobs(tree: str, wanted: list[tuple[str, str]]) -> None:
     """Write git blobs to files: wanted is [(blob, path)]."""
     if not wanted:
         return
@@ -114,6 +124,7 @@ def write_blobs(tree, wanted):
         stdout=subprocess.PIPE,
         env=common.clean_env(None),
     ) as p:
+        assert p.stdin is not None and p.stdout is not None
         for blob, path in wanted:
             # One at a time: with every request written first, git would
             # block on a full pipe that nobody reads.
@@ -131,7 +142,9 @@ def write_blobs(tree, wanted):
                 f.write(data)
 
 
-def tree_blobs(tree, commit, paths, recursive=False):
+def tree_blobs(
+    tree: str, commit: str, paths: Sequence[str], recursive: bool = False
+) -> list[tuple[str, str]]:
     """[(blob, path)] of the files (not symlinks or submodules) that
     `git ls-tree` lists at commit for paths."""
     listing = common.git(
@@ -146,7 +159,9 @@ def tree_blobs(tree, commit, paths, recursive=False):
     return out
 
 
-def stage_versions(tree, blobs, root):
+def stage_versions(
+    tree: str, blobs: dict[str, tuple[str, str]], root: str
+) -> dict[str, str]:
     """Lay each version out as root/BLOB/FILE, beside the files of its
     directory at the same commit (its local includes; fs/aio.c includes
     fs/aio_test.c).  {blob: staged path}."""
@@ -162,7 +177,13 @@ def stage_versions(tree, blobs, root):
     return staged
 
 
-def run_spatch(script, files, includes, logfile, spatch_jobs):
+def run_spatch(
+    script: CocciScript,
+    files: list[str],
+    includes: list[str],
+    logfile: str,
+    spatch_jobs: int,
+) -> tuple[bool, list[str], str, dict[str, str]]:
     """scripts/coccicheck's report mode for one semantic patch on files
     (each a group of its own, by absolute path: spatch reads a relative
     one as a directory to change to); (ok, output lines, first error
@@ -210,7 +231,9 @@ def run_spatch(script, files, includes, logfile, spatch_jobs):
 COCCI_BASELINE = os.path.join(common.TOP, "configs", "cocci", "v4.20.json")
 
 
-def read_cocci_baseline(version, path=None):
+def read_cocci_baseline(
+    version: str, path: str | None = None
+) -> dict[tuple[str, str], list[Any]]:
     """{(semantic patch key, blob): reports} of the committed baseline; {}
     if it is missing or was recorded with another spatch version."""
     try:
@@ -227,9 +250,14 @@ def read_cocci_baseline(version, path=None):
     }
 
 
-def write_cocci_baseline(version, reports, v420_blobs, path=None):
+def write_cocci_baseline(
+    version: str,
+    reports: dict[tuple[str, str], list[Any]],
+    v420_blobs: set[str],
+    path: str | None = None,
+) -> None:
     """Keep the reports of the v4.20 blobs in the committed baseline."""
-    per = {}
+    per: dict[str, dict[str, list[Any]]] = {}
     for (key, blob), rows in sorted(reports.items()):
         if blob in v420_blobs:
             per.setdefault(key, {})[blob] = [[list(k), line] for k, line in rows]
@@ -244,7 +272,7 @@ def write_cocci_baseline(version, reports, v420_blobs, path=None):
     )
 
 
-def v420_versions(tree, blobs):
+def v420_versions(tree: str, blobs: dict[str, tuple[str, str]]) -> set[str]:
     """The blobs of blobs ({blob: (commit, file)}) that are v4.20's own
     version of their file."""
     files = sorted(set(f for _, f in blobs.values()))
@@ -252,7 +280,13 @@ def v420_versions(tree, blobs):
     return {b for b, (_, f) in blobs.items() if (b, f) in at_base}
 
 
-def guarded_cocci(args, results, tree, entries, commits=None):
+def guarded_cocci(
+    args: argparse.Namespace,
+    results: common.Results,
+    tree: str,
+    entries: list[series.PatchEntry],
+    commits: dict[str, str] | None = None,
+) -> None:
     """do_cocci(), its failure a FAIL row: beside the builds, it must not
     stop the lane it shares with them."""
     try:
@@ -261,7 +295,13 @@ def guarded_cocci(args, results, tree, entries, commits=None):
         results.failed("cocci", str(e))
 
 
-def do_cocci(args, results, tree, entries, commits=None):
+def do_cocci(
+    args: argparse.Namespace,
+    results: common.Results,
+    tree: str,
+    entries: list[series.PatchEntry],
+    commits: dict[str, str] | None = None,
+) -> None:
     """coccicheck (report mode) before and after each upstream-bound patch
     on the C files it touches: no patch may add a report.  Each version of
     a file is checked once per semantic patch and the reports are kept in
@@ -304,8 +344,8 @@ def do_cocci(args, results, tree, entries, commits=None):
         tipdir = os.path.join(scratch, "tip")
         scripts = []
         for name in sorted(n for _, n in wanted if n.endswith(".cocci")):
-            with open(name) as f:
-                scripts.append(CocciScript(name, f.read()))
+            with open(name) as fh:
+                scripts.append(CocciScript(name, fh.read()))
         includes = []
         for d in (
             "arch/x86/include",
@@ -316,10 +356,10 @@ def do_cocci(args, results, tree, entries, commits=None):
             includes += ["-I", os.path.join(tipdir, d)]
         includes += ["--include", os.path.join(tipdir, "include/linux/kconfig.h")]
         staged = stage_versions(tree, blobs, os.path.join(scratch, "v"))
-        lines_of = {}
+        lines_of: dict[str, list[str]] = {}
         for blob, path in staged.items():
-            with open(path, errors="replace") as f:
-                lines_of[blob] = f.read().splitlines()
+            with open(path, errors="replace") as fh:
+                lines_of[blob] = fh.read().splitlines()
         reports = {}  # (script.key, blob) -> [(cocci key, report line)]
         usable = []
         for s in scripts:
@@ -373,17 +413,19 @@ def do_cocci(args, results, tree, entries, commits=None):
                             if staged[b] in gave_up
                         ),
                     )
-                found = {b: [] for b in todo if staged[b] not in gave_up}
+                found: dict[str, list[Any]] = {
+                    b: [] for b in todo if staged[b] not in gave_up
+                }
                 by_path = {staged[b]: b for b in found}
                 for line in lines:
                     m = COCCI_REPORT_RE.match(line)
-                    blob = by_path.get(m.group(1)) if m else None
-                    if blob is None:
+                    hit = by_path.get(m.group(1)) if m else None
+                    if m is None or hit is None:
                         continue
                     n = int(m.group(2))
-                    src = lines_of[blob][n - 1] if 0 < n <= len(lines_of[blob]) else ""
-                    shown = blobs[blob][1] + line[len(m.group(1)) :]
-                    found[blob].append((cocci_key(rel, m.group(3), src), shown))
+                    src = lines_of[hit][n - 1] if 0 < n <= len(lines_of[hit]) else ""
+                    shown = blobs[hit][1] + line[len(m.group(1)) :]
+                    found[hit].append((cocci_key(rel, m.group(3), src), shown))
                 for blob, rows in found.items():
                     reports[(s.key, blob)] = rows
                     d = os.path.join(cache, s.key)

@@ -2,6 +2,13 @@
 """Shared by every stage: running commands, results, logging, the work directory
 and the small data files."""
 
+from __future__ import annotations
+
+import argparse
+import re
+
+from typing import Any
+
 import os
 import shlex
 import shutil
@@ -24,15 +31,22 @@ GUESTS = os.path.join(CONFIGS, "qemu")  # QEMU guests, abi/, selftests.txt
 KUNIT_TOOL = os.path.join(CONFIGS, "kunit-tool")  # what lk gives kunit.py
 
 
+# A build target as targetconf.load_target() returns it, a QEMU guest as
+# qemu_conf.load_guest() does, and a user-space ABI (qemu_conf.load_abi()).
+Target = dict[str, Any]
+Guest = dict[str, Any]
+Abi = dict[str, Any]
+
+
 class Failure(Exception):
     """A stage failed; the message names the artefact and the next step."""
 
 
-def log(msg):
+def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def trace(t0, cmd):
+def trace(t0: float, cmd: list[str]) -> None:
     """With LK_TRACE=FILE, append when cmd started, how long it took, the
     thread and the command to FILE: where a stage's time goes."""
     path = os.environ.get("LK_TRACE")
@@ -52,15 +66,15 @@ TRACE_LOCK = threading.Lock()
 
 
 def run(
-    cmd,
-    cwd=None,
-    env=None,
-    check=True,
-    capture=False,
-    logfile=None,
-    timeout=None,
-    input=None,
-):
+    cmd: list[str],
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    capture: bool = False,
+    logfile: str | None = None,
+    timeout: float | None = None,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[Any]:
     """Run cmd (a list); with logfile, send stdout+stderr there.
 
     With capture, return its output as text; `input` is then fed to it.
@@ -73,8 +87,17 @@ def run(
         trace(t0, cmd)
 
 
-def run_checked(cmd, cwd, env, check, capture, logfile, timeout, input):
-    kw = {"cwd": cwd, "env": env, "timeout": timeout}
+def run_checked(
+    cmd: list[str],
+    cwd: str | None,
+    env: dict[str, str] | None,
+    check: bool,
+    capture: bool,
+    logfile: str | None,
+    timeout: float | None,
+    input: str | None,
+) -> subprocess.CompletedProcess[Any]:
+    kw: dict[str, Any] = {"cwd": cwd, "env": env, "timeout": timeout}
     if logfile:
         with open(logfile, "a") as f:
             f.write("$ %s\n" % " ".join(shlex.quote(c) for c in cmd))
@@ -91,7 +114,7 @@ def run_checked(cmd, cwd, env, check, capture, logfile, timeout, input):
             stderr=subprocess.PIPE,
             input=input,
             universal_newlines=True,
-            **kw
+            **kw,
         )
     else:
         r = subprocess.run(cmd, stdin=subprocess.DEVNULL, **kw)
@@ -105,7 +128,7 @@ def run_checked(cmd, cwd, env, check, capture, logfile, timeout, input):
     return r
 
 
-def command_env(cmd, env):
+def command_env(cmd: list[str], env: dict[str, str] | None) -> dict[str, str] | None:
     """The environment for cmd; Failure if cmd is not installed."""
     if cmd[0] == "git":
         env = clean_env(env)
@@ -123,7 +146,16 @@ def command_env(cmd, env):
 PROGRESS_SECS = int(os.environ.get("LK_PROGRESS_SECS") or 60)
 
 
-def run_watched(cmd, logfile, label, count_re, unit, cwd=None, env=None, timeout=None):
+def run_watched(
+    cmd: list[str],
+    logfile: str,
+    label: str,
+    count_re: re.Pattern[str],
+    unit: str,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[Any]:
     """run() with its output appended to logfile, for a long step.
 
     Every PROGRESS_SECS it prints "progress: LABEL: N UNIT after Ms",
@@ -176,7 +208,7 @@ def run_watched(cmd, logfile, label, count_re, unit, cwd=None, env=None, timeout
     return subprocess.CompletedProcess(cmd, p.returncode)
 
 
-def clean_env(env=None):
+def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for git: no global or system configuration.
 
     A user's am.threeWay, apply.whitespace, format.signOff, diff.noprefix
@@ -199,11 +231,13 @@ def clean_env(env=None):
     return env
 
 
-def git(args, cwd, env=None, **kw):
+def git(
+    args: list[str], cwd: str | None, env: dict[str, str] | None = None, **kw: Any
+) -> str:
     return run(["git"] + args, cwd=cwd, capture=True, env=env, **kw).stdout.strip()
 
 
-def make_env():
+def make_env() -> dict[str, str]:
     """The environment for make: one locale, no stray kbuild variables.
 
     The locale changes the compiler's messages (and so the warning keys)
@@ -228,7 +262,7 @@ def make_env():
     return env
 
 
-def out_dir(where=None):
+def out_dir(where: str | argparse.Namespace | None = None) -> str:
     """The work directory: applied tree, build directories, logs.
 
     where is an --out path, or parsed arguments whose `out` is one; the
@@ -243,63 +277,63 @@ def out_dir(where=None):
     )
 
 
-def cache_dir():
+def cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return os.path.join(base, "linux-v4.20")
 
 
-def jobs():
+def jobs() -> str:
     return str((os.cpu_count() or 1) + 1)
 
 
 class Results:
     """Collects PASS/FAIL/SKIP lines and prints the closing summary."""
 
-    def __init__(self, echo=True):
-        self.rows = []
+    def __init__(self, echo: bool = True) -> None:
+        self.rows: list[tuple[str, str, str]] = []
         # A stage run for another one's sake (a baseline build) collects
         # its rows silently: only the rows of the stage itself are
         # printed and counted.
         self.echo = echo
 
-    def add(self, status, name, detail=""):
+    def add(self, status: str, name: str, detail: str = "") -> None:
         self.rows.append((status, name, detail))
         if self.echo:
             log("%s: %s%s" % (status, name, (" - " + detail) if detail else ""))
 
-    def passed(self, name, detail=""):
+    def passed(self, name: str, detail: str = "") -> None:
         self.add("PASS", name, detail)
 
-    def failed(self, name, detail=""):
+    def failed(self, name: str, detail: str = "") -> None:
         self.add("FAIL", name, detail)
 
-    def skipped(self, name, detail=""):
+    def skipped(self, name: str, detail: str = "") -> None:
         self.add("SKIP", name, detail)
 
-    def count(self, status):
+    def count(self, status: str) -> int:
         return sum(1 for r in self.rows if r[0] == status)
 
-    def summary(self):
+    def summary(self) -> str:
         n_pass, n_fail, n_skip = (self.count(s) for s in ("PASS", "FAIL", "SKIP"))
         line = "%d passed, %d failed" % (n_pass, n_fail)
         if n_skip:
             line += ", %d skipped" % n_skip
         return line
 
-    def ok(self):
+    def ok(self) -> bool:
         return self.count("FAIL") == 0
 
-    def has_failure(self, prefix):
+    def has_failure(self, prefix: str) -> bool:
         """Whether a FAIL line already names something under prefix."""
         return any(r[0] == "FAIL" and r[1].startswith(prefix) for r in self.rows)
 
 
-def is_expect_key(key):
+def is_expect_key(key: str) -> bool:
     """expect, expect_<x>: a guest's regular expressions on its serial log."""
     return key == "expect" or key.startswith("expect_")
 
 
-def read_kv(path):
+def read_kv(path: str) -> dict[str, str]:
     """Read a small 'key = value' file; '#' starts a comment.
 
     In the value of an expect key (a regular expression) '#' is text.
@@ -323,7 +357,7 @@ def read_kv(path):
     return data
 
 
-def srcarch(arch):
+def srcarch(arch: str) -> str:
     """kbuild's SRCARCH for ARCH=arch: the directory under arch/.
 
     scripts/lk uses it too (which objects a patch touches).

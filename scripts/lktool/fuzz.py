@@ -40,6 +40,10 @@ Trinity's children run concurrently, so a replay repeats the calls and
 their arguments, not their interleaving.
 """
 
+from __future__ import annotations
+
+from typing import Sequence
+
 import collections
 import os
 import re
@@ -99,17 +103,21 @@ PHASE_NAMES = [
     "%s-%s" % (m, g[0]) for m in ("root", "user") for g in fuzz_trinity.GROUPS
 ]
 
+# What fuzz_guest() plans for a phase: (manifest name, phase, seed,
+# trinity's path in the guest).
+PlanEntry = tuple[str, fuzz_trinity.Phase, int, str]
 
-def phase_seed(seed, k):
+
+def phase_seed(seed: int, k: int) -> int:
     return (seed + k) % (1 << 32)
 
 
-def args_file(phase):
+def args_file(phase: fuzz_trinity.Phase) -> str:
     """Where a phase's trinity options go in the guest."""
     return "/lk-qemu/fuzz/%s.args" % phase.name
 
 
-def manifest_lines(plan, seconds, scale=1):
+def manifest_lines(plan: list[PlanEntry], seconds: int, scale: int = 1) -> list[str]:
     """Manifest lines for /init: one per phase.
 
     plan: [(manifest name, Phase, seed, trinity path in the guest)]
@@ -146,7 +154,15 @@ def manifest_lines(plan, seconds, scale=1):
     return lines
 
 
-def fuzz_initramfs(path, init, driver, trinity, libs, lines, plan):
+def fuzz_initramfs(
+    path: str,
+    init: str,
+    driver: str,
+    trinity: str,
+    libs: list[tuple[str, str]],
+    lines: list[str],
+    plan: list[PlanEntry],
+) -> None:
     c = userspace.base_cpio(init)
     for guest_path, src in [
         ("lk-qemu/bin/lk-fuzz", driver),
@@ -166,9 +182,11 @@ KNOWN_REPORTS = os.path.join(common.CONFIGS, "fuzz", "known-reports.txt")
 Known = collections.namedtuple("Known", "name kind match why")
 
 
-def read_known(path=KNOWN_REPORTS):
+def read_known(path: str = KNOWN_REPORTS) -> list[Known]:
     """The entries of configs/fuzz/known-reports.txt (see its comment)."""
-    entries, cur, key = [], {}, None
+    entries: list[Known] = []
+    cur: dict[str, str] = {}
+    key = None
     with open(path) as f:
         lines = [l.rstrip("\n") for l in f] + [""]
     for n, line in enumerate(lines, 1):
@@ -203,14 +221,16 @@ def read_known(path=KNOWN_REPORTS):
     return entries
 
 
-def known_report(issue, known):
+def known_report(issue: serial.Issue, known: Sequence[Known]) -> Known | None:
     """The Known entry an lk_qemu Issue is, or None."""
     return next(
         (k for k in known if k.kind == issue.kind and k.match.search(issue.text)), None
     )
 
 
-def judge_phases(r, plan, seconds, known=()):
+def judge_phases(
+    r: serial.Report, plan: list[PlanEntry], seconds: int, known: Sequence[Known] = ()
+) -> list[tuple[str, str, str]]:
     """Rows for the phases: lk_qemu's judgement plus trinity's call count.
 
     Kernel reports that are known v4.20 reports (known: read_known()) are
@@ -278,17 +298,17 @@ def judge_phases(r, plan, seconds, known=()):
 
 
 def fuzz_guest(
-    guest,
-    seed,
-    minutes,
-    tree,
-    scratch,
-    logs,
-    results,
-    build_root=None,
-    echo=False,
-    only=None,
-):
+    guest: common.Guest,
+    seed: int,
+    minutes: float,
+    tree: str,
+    scratch: str,
+    logs: str,
+    results: common.Results,
+    build_root: str | None = None,
+    echo: bool = False,
+    only: list[str] | None = None,
+) -> serial.Report | None:
     name = guest["name"]
     kernel, bdir = qemu.guest_kernel(guest, build_root)
     if not os.path.isfile(kernel):
@@ -386,17 +406,17 @@ def fuzz_guest(
 
 
 def fuzz_guests(
-    results,
-    out,
-    guests=None,
-    ci=False,
-    minutes=None,
-    seed=None,
-    only=None,
-    tree=None,
-    build_root=None,
-    echo=False,
-):
+    results: common.Results,
+    out: str,
+    guests: Sequence[str] | None = None,
+    ci: bool = False,
+    minutes: float | None = None,
+    seed: int | None = None,
+    only: list[str] | None = None,
+    tree: str | None = None,
+    build_root: str | None = None,
+    echo: bool = False,
+) -> None:
     """Fuzz each guest (default: DEFAULT_GUESTS, or CI_GUESTS with ci) for
     `minutes`, its phases seeded from `seed` (default: random, printed;
     CI_SEED with ci), or only the phases named in `only`.  Rows go to
@@ -414,7 +434,7 @@ def fuzz_guests(
         )
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = qemu.tool_parser("lk_fuzz.py", __doc__)
     p.add_argument(
         "--guest",

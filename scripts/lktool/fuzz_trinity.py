@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Debian's trinity and what it needs in a guest."""
 
+from __future__ import annotations
+
 import collections
 import functools
 import os
@@ -104,21 +106,21 @@ APT_SOURCE = (
 )
 
 
-def trinity_tables(listing):
+def trinity_tables(listing: str) -> dict[str, dict[int, str]]:
     """{bits: {number: name}} from `trinity -L` output."""
-    tables = {"32": {}, "64": {}}
+    tables: dict[str, dict[int, str]] = {"32": {}, "64": {}}
     for m in re.finditer(r"^entrypoint (\d+) (\S+) : \[(32|64)-bit\]", listing, re.M):
         tables[m.group(3)][int(m.group(1))] = m.group(2)
     return tables
 
 
-def phases(tables, bits):
+def phases(tables: dict[str, dict[int, str]], bits: str) -> list[Phase]:
     """Every phase, in run order: the root ones, then the user ones.
 
     tables: trinity_tables(); bits: the tables trinity uses in the guest
     ("32", or "32 64" on x86_64).
     """
-    names = set()
+    names: set[str] = set()
     for b in bits.split():
         names.update(tables[b].values())
     keep32 = set(tables["32"][n] for n in TIME64_NUMBERS if n in tables["32"])
@@ -144,7 +146,7 @@ def phases(tables, bits):
     return out
 
 
-def run(cmd, cwd=None):
+def run(cmd: list[str], cwd: str | None = None) -> str:
     r = subprocess.run(
         cmd,
         cwd=cwd,
@@ -160,7 +162,7 @@ def run(cmd, cwd=None):
     return r.stdout
 
 
-def trinity_version():
+def trinity_version() -> str:
     try:
         return run(["dpkg-query", "-W", "-f", "${Version}", "trinity"])
     except (common.Failure, OSError):
@@ -170,7 +172,7 @@ def trinity_version():
         )
 
 
-def trinity_i386(cache):
+def trinity_i386(cache: str) -> str:
     """The i386 build of the installed trinity version, unpacked in cache."""
     version = trinity_version()
     root = os.path.join(cache, "trinity-i386-" + version)
@@ -220,7 +222,7 @@ def trinity_i386(cache):
 
 
 @functools.lru_cache(maxsize=None)
-def trinity_listing():
+def trinity_listing() -> str:
     """`trinity -L` of the host's trinity: its system call tables.
 
     The i386 build of the same version has the same 32-bit table.  Run in
@@ -232,7 +234,7 @@ def trinity_listing():
         return run([shutil.which("trinity") or "/usr/bin/trinity", "-L"], cwd=d)
 
 
-def elf_needs(path):
+def elf_needs(path: str) -> tuple[str | None, list[str]]:
     """(program interpreter or None, [NEEDED sonames]) of an ELF file."""
     out = run(["readelf", "-d", "-l", "-W", path])
     interp = re.search(r"\[Requesting program interpreter: ([^\]]+)\]", out)
@@ -251,7 +253,7 @@ LIB_DIRS = {
 }
 
 
-def runtime_files(binary, abi):
+def runtime_files(binary: str, abi: str) -> list[tuple[str, str]]:
     """[(guest path, host path)]: the program's interpreter and libraries."""
     dirs, dest = LIB_DIRS[abi]
     files, todo, seen = [], [binary], set()
@@ -287,7 +289,7 @@ def runtime_files(binary, abi):
     return files
 
 
-def trinity_for(abi, cache):
+def trinity_for(abi: str, cache: str) -> tuple[str, list[tuple[str, str]]]:
     """(host path of trinity, [(guest path, host path)] it needs)."""
     if abi == "64":
         binary = shutil.which("trinity") or "/usr/bin/trinity"

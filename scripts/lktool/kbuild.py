@@ -2,6 +2,10 @@
 """Which kbuild goals build what a patch touches: Makefile object lists and
 directories."""
 
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
 import collections
 import os
 import re
@@ -21,8 +25,14 @@ MAKE_TEST_RE = re.compile(
     r"\s*$"
 )
 
+# A Makefile test on one option: (symbol, value wanted, negated); and the
+# condition of an object: 'y', a CONFIG_ symbol, or one with the tests of
+# the ifeq/ifdef blocks around its list.
+Guard = tuple[str, str, bool]
+Condition = str | tuple[str, tuple[Guard, ...]]
 
-def make_guard(line):
+
+def make_guard(line: str) -> Guard | None:
     """(symbol, wanted, negated) of a Makefile conditional on one option:
     'ifeq ($(CONFIG_X),y)' is ('CONFIG_X', 'y', False), 'ifdef CONFIG_X'
     and 'ifneq ($(CONFIG_X),)' are ('CONFIG_X', '', True), i.e. the value
@@ -35,14 +45,14 @@ def make_guard(line):
     return (m.group(2), m.group(3), m.group(1) == "ifneq")
 
 
-def guard_holds(guard, config):
+def guard_holds(guard: Guard, config: dict[str, str]) -> bool:
     """Whether a make_guard() test holds for a .config ({CONFIG_X: value});
     an unset option is empty, as it is to make."""
     symbol, wanted, negated = guard
     return (config.get(symbol, "") == wanted) != negated
 
 
-def makefile_objects(text):
+def makefile_objects(text: str) -> dict[str, list[Condition]]:
     """{object: [condition, ...]} from the kbuild lists of a Makefile
     (obj-y, obj-$(CONFIG_FOO), lib-y, and helper or composite lists such
     as tmp-$(CONFIG_COMPAT) or foo-y); a condition is 'y' or a CONFIG_
@@ -78,12 +88,14 @@ def makefile_objects(text):
     return objs
 
 
-def object_built(conditions, config, wanted):
+def object_built(
+    conditions: list[Condition], config: dict[str, str], wanted: set[str]
+) -> bool:
     """Whether one of an object's makefile_objects() conditions makes
     the target with this .config build it, as built-in ('y') or a module
     ('m') where those are wanted."""
     for cond in conditions:
-        guards = ()
+        guards: tuple[Guard, ...] = ()
         if isinstance(cond, tuple):
             cond, guards = cond
         if (cond == "y" or config.get(cond) in wanted) and all(
@@ -93,7 +105,7 @@ def object_built(conditions, config, wanted):
     return False
 
 
-def list_only_change(diff):
+def list_only_change(diff: str) -> str | None:
     """The lines a Makefile diff adds, if it changes object lists only.
 
     A change that adds or removes kbuild object lists (and comments,
@@ -102,7 +114,8 @@ def list_only_change(diff):
     Anything else (flags, rules, a list continued over lines) returns
     None: only the directory goal proves such a change.
     """
-    added, opened = [], collections.Counter()
+    added: list[str] = []
+    opened: collections.Counter[str] = collections.Counter()
     for line in diff.splitlines():
         if line.startswith(("+++", "---")) or line[:1] not in ("+", "-"):
             continue
@@ -131,7 +144,14 @@ def list_only_change(diff):
     return "\n".join(added)
 
 
-def object_goals(tree, config, d, touched, makefile_diff=None, builtin_only=False):
+def object_goals(
+    tree: str,
+    config: dict[str, str],
+    d: str,
+    touched: Sequence[str],
+    makefile_diff: Callable[[str], str] | None = None,
+    builtin_only: bool = False,
+) -> list[str] | None:
     """The objects of directory d (e.g. 'net/') that compile what a change
     touches there, for a target with this .config; None when only the
     directory goal will do.
@@ -182,7 +202,7 @@ def object_goals(tree, config, d, touched, makefile_diff=None, builtin_only=Fals
     return goals
 
 
-def read_text(path):
+def read_text(path: str) -> str:
     """The text of a file, or "" if it cannot be read."""
     try:
         with open(path, errors="replace") as f:
@@ -191,7 +211,14 @@ def read_text(path):
         return ""
 
 
-def ci_goals_for(t, touched, deleted=(), tree=None, config=None, makefile_diff=None):
+def ci_goals_for(
+    t: common.Target,
+    touched: Sequence[str],
+    deleted: Sequence[str] = (),
+    tree: str | None = None,
+    config: dict[str, str] | None = None,
+    makefile_diff: Callable[[str], str] | None = None,
+) -> list[str]:
     """The reduced goals of a target in CI.
 
     A target may name `ci_goals` (configs/targets/*.conf) to keep CI within
@@ -221,7 +248,7 @@ def ci_goals_for(t, touched, deleted=(), tree=None, config=None, makefile_diff=N
     return goals
 
 
-def outside_image(f, arch):
+def outside_image(f: str, arch: str) -> bool:
     """True for files that no kernel build of `arch` reads.
 
     scripts/ and the parts of tools/ that objtool is made from take part in
@@ -254,7 +281,9 @@ SYSCALL_TABLE_USERS = {
 }
 
 
-def build_dirs_for(files, arch="x86", deleted=()):
+def build_dirs_for(
+    files: Sequence[str], arch: str = "x86", deleted: Sequence[str] = ()
+) -> list[str]:
     """Make goals that rebuild what a patch touches, for one SRCARCH.
 
     The directories of touched C and assembly files and of touched Makefiles
@@ -333,7 +362,9 @@ def build_dirs_for(files, arch="x86", deleted=()):
     return sorted(dirs)
 
 
-def header_users(tree, headers, arch, depth=2):
+def header_users(
+    tree: str, headers: Sequence[str], arch: str, depth: int = 2
+) -> list[str]:
     """The C files of arch's image that include one of headers, directly
     or through headers that do (depth levels of #include in all).
 
@@ -389,7 +420,14 @@ def header_users(tree, headers, arch, depth=2):
     return sorted(sources)
 
 
-def patch_goals(tree, bdir, dirs, files, makefile_diff, objects_only=False):
+def patch_goals(
+    tree: str,
+    bdir: str,
+    dirs: list[str],
+    files: Sequence[str],
+    makefile_diff: Callable[[str], str] | None,
+    objects_only: bool = False,
+) -> list[str]:
     """The goals that build one patch in the configuration of bdir.
 
     dirs comes from build_dirs_for(): ["vmlinux"] stays; a directory

@@ -1,6 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """KUnit: Debian's 6.1 kunit.py on the applied tree, and the KTAP the guests print."""
 
+from __future__ import annotations
+
+import argparse
+
+from typing import Sequence
+
 import json
 import os
 import re
@@ -17,7 +23,7 @@ KUNIT_TARBALL = "/usr/src/linux-source-6.1.tar.xz"
 KUNIT_TOOL_DIR = "tools/testing/kunit"
 
 
-def kunit_tarball():
+def kunit_tarball() -> str:
     path = os.environ.get("LK_KUNIT_TARBALL") or KUNIT_TARBALL
     if not os.path.exists(path):
         raise common.Failure(
@@ -27,7 +33,7 @@ def kunit_tarball():
     return path
 
 
-def install_kunit_tool(tree, out):
+def install_kunit_tool(tree: str, out: str) -> str:
     """Put Debian's 6.1 kunit.py into the applied tree; return its path.
 
     v4.20 has no tools/testing/kunit.  kunit.py finds the kernel tree from
@@ -76,7 +82,7 @@ def install_kunit_tool(tree, out):
     return os.path.join(dest, "kunit.py")
 
 
-def kunit_make_options():
+def kunit_make_options() -> list[str]:
     """kunit.py's --make_options: what make_cmd() adds for a native build.
 
     A build directory that `lk build` made and `kunit.py run` then uses
@@ -86,7 +92,9 @@ def kunit_make_options():
     return []
 
 
-def configure_kunit(t, tree, build_dir, logfile, before_tip):
+def configure_kunit(
+    t: common.Target, tree: str, build_dir: str, logfile: str, before_tip: bool
+) -> None:
     """Configure a target the way kunit.py does, by `kunit.py config`.
 
     kunit.py writes a .config from t's .kunitconfig (and its UML options),
@@ -134,7 +142,7 @@ def configure_kunit(t, tree, build_dir, logfile, before_tip):
         )
 
 
-def kunit_rows(json_path, label, results):
+def kunit_rows(json_path: str, label: str, results: common.Results) -> int:
     """Report every test case of a kunit.py --json file; return the count."""
     try:
         with open(json_path) as f:
@@ -162,13 +170,20 @@ def kunit_rows(json_path, label, results):
     return n
 
 
-def kunit_tool_env():
+def kunit_tool_env() -> dict[str, str]:
     env = common.make_env()
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
-def do_kunit(args, results, arch, kunitconfigs, name=None, extra=()):
+def do_kunit(
+    args: argparse.Namespace,
+    results: common.Results,
+    arch: str,
+    kunitconfigs: list[str],
+    name: str | None = None,
+    extra: Sequence[str] = (),
+) -> bool:
     """kunit.py run on the applied tree; one result per test case.
 
     name labels the results and logs.  On UML the build directory is the
@@ -237,7 +252,7 @@ def do_kunit(args, results, arch, kunitconfigs, name=None, extra=()):
     return True
 
 
-def kunit_section(log_path):
+def kunit_section(log_path: str) -> str:
     """The kernel part of a serial log: where KUnit prints, before /init."""
     lines = []
     with open(log_path, errors="replace") as f:
@@ -248,14 +263,18 @@ def kunit_section(log_path):
     return "".join(lines)
 
 
-def parse_guest_kunit(args, results, guest, log_path):
+def parse_guest_kunit(
+    args: argparse.Namespace, results: common.Results, guest: str, log_path: str
+) -> None:
     """Check the KUnit results that a QEMU guest printed while booting."""
     out = common.out_dir(args)
     tool = install_kunit_tool(apply.applied_tree(args), out)
     parse_kunit_log(tool, log_path, "qemu-" + guest, os.path.join(out, "logs"), results)
 
 
-def parse_kunit_log(tool, log_path, label, logdir, results):
+def parse_kunit_log(
+    tool: str, log_path: str, label: str, logdir: str, results: common.Results
+) -> bool:
     """kunit.py parse the kernel part of a serial log; report each case."""
     if not os.path.exists(log_path):
         results.failed("kunit: " + label, "no serial log at %s" % log_path)
@@ -292,7 +311,7 @@ def parse_kunit_log(tool, log_path, label, logdir, results):
     return True
 
 
-def conf_has_kunit(build_dir):
+def conf_has_kunit(build_dir: str) -> bool:
     try:
         with open(os.path.join(build_dir, ".config")) as f:
             return "CONFIG_KUNIT=y\n" in f.read()
@@ -300,7 +319,7 @@ def conf_has_kunit(build_dir):
         return False
 
 
-def kunit_runs():
+def kunit_runs() -> list[tuple[str, list[str]]]:
     """What `lk test` runs with kunit.py: configs/kunit-tool/runs."""
     runs = []
     for line in targetconf.list_lines(os.path.join(common.KUNIT_TOOL, "runs")):

@@ -2,6 +2,12 @@
 """The per-patch checks: a build of what each upstream-bound patch touches,
 and sparse before and after it."""
 
+from __future__ import annotations
+
+import argparse
+
+from typing import Any
+
 import collections
 import os
 import shutil
@@ -10,7 +16,7 @@ import threading
 from . import apply, build, checkpatch, cocci, common, kbuild, series, targetconf, warns
 
 
-def touched_files(tree, commit):
+def touched_files(tree: str, commit: str) -> tuple[list[str], list[str]]:
     """(kept, deleted): the files a commit adds or changes, and removes."""
     out = common.git(
         ["diff-tree", "--no-commit-id", "--name-status", "-r", "-M", commit], cwd=tree
@@ -27,7 +33,9 @@ def touched_files(tree, commit):
     return kept, deleted
 
 
-def sparse_check(t, tree, build_dir, cfiles, logfile):
+def sparse_check(
+    t: common.Target, tree: str, build_dir: str, cfiles: list[str], logfile: str
+) -> tuple[collections.Counter[str], list[str], list[str]]:
     """Sparse warnings of the given C files (forced with C=2).
 
     Returns (warnings, checked, problems): files outside this
@@ -65,12 +73,14 @@ def sparse_check(t, tree, build_dir, cfiles, logfile):
     )
 
 
-def built_objects(build_dir, cfiles):
+def built_objects(build_dir: str, cfiles: list[str]) -> list[str]:
     """The C files whose object exists in build_dir."""
     return [c for c in cfiles if os.path.exists(os.path.join(build_dir, c[:-2] + ".o"))]
 
 
-def sparse_after(t, tree, bdir, cfiles, slog):
+def sparse_after(
+    t: common.Target, tree: str, bdir: str, cfiles: list[str], slog: str
+) -> tuple[list[str], collections.Counter[str] | None, list[str]]:
     """Sparse on the C files of a patch at the patch: (files, warnings,
     problems).  Only files whose object the configuration builds are
     checked (the build at the patch has just made them)."""
@@ -83,8 +93,17 @@ def sparse_after(t, tree, bdir, cfiles, slog):
 
 
 def sparse_patch(
-    e, commit, tree, t, bdir, cfiles, slog, after_state, results, previous=None
-):
+    e: series.PatchEntry,
+    commit: str,
+    tree: str,
+    t: common.Target,
+    bdir: str,
+    cfiles: list[str],
+    slog: str,
+    after_state: Any,
+    results: common.Results,
+    previous: Any = None,
+) -> tuple[list[str], collections.Counter[str]] | None:
     """Sparse on the C files of one patch, after (after_state, from
     sparse_after(); None if the build at the patch failed) and before
     it: no new warning.
@@ -133,7 +152,7 @@ def sparse_patch(
     return files, after
 
 
-def fragments_hold(t, tree, bdir):
+def fragments_hold(t: common.Target, tree: str, bdir: str) -> bool:
     """Whether every line of t's fragments that the tree at its checked-out
     commit can honour is in bdir's .config.
 
@@ -157,8 +176,13 @@ def fragments_hold(t, tree, bdir):
 
 
 def do_check(
-    args, results, tree=None, entries=None, commits=None, with_checkpatch=True
-):
+    args: argparse.Namespace,
+    results: common.Results,
+    tree: str | None = None,
+    entries: list[series.PatchEntry] | None = None,
+    commits: dict[str, str] | None = None,
+    with_checkpatch: bool = True,
+) -> None:
     """checkpatch (unless `lk test` runs it beside its builds), sparse and
     builds at each upstream-bound patch."""
     out = common.out_dir(args)
@@ -187,7 +211,22 @@ def do_check(
         raise common.Failure(
             "no target to build at each patch (configs/matrix/" "bisect is empty)"
         )
-    configured = set()
+    build_each_patch(args, results, tree, upstream, commits, targets, logdir)
+
+
+def build_each_patch(
+    args: argparse.Namespace,
+    results: common.Results,
+    tree: str,
+    upstream: list[series.PatchEntry],
+    commits: dict[str, str],
+    targets: list[common.Target],
+    logdir: str,
+) -> None:
+    """The per-patch part of do_check(): build what each upstream-bound
+    patch touches for each target, and run sparse on its C files."""
+    out = common.out_dir(args)
+    configured: set[str] = set()
     # The C files the upstream-bound patches add or change (and keep): a
     # patch of headers alone is built at its place as those of them that
     # include the headers (header_users()).
@@ -228,7 +267,7 @@ def do_check(
                 return common.git(["diff", commit + "^", commit, "--", path], cwd=tree)
 
             slog = os.path.join(logdir, "sparse-%s.log" % stem)
-            sparse = {}
+            sparse: dict[str, Any] = {}
             users, users_lock = {}, threading.Lock()
 
             def build_one(t, rows):
@@ -353,7 +392,7 @@ def do_check(
                 if t is targets[0]:
                     sparse["after"] = sparse_after(t, tree, bdir, cfiles, slog)
 
-            rows = [[] for _ in targets]
+            rows: list[list[tuple[str, str, str]]] = [[] for _ in targets]
             threads = [
                 threading.Thread(target=build_one, args=(t, r))
                 for t, r in zip(targets, rows)

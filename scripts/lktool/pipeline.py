@@ -1,6 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """The chained stages: deps, setup and test."""
 
+from __future__ import annotations
+
+import argparse
+
+from typing import Any, Callable, IO
+
 import fcntl
 import os
 import subprocess
@@ -22,7 +28,7 @@ from . import (
 )
 
 
-def do_deps(args):
+def do_deps(args: argparse.Namespace) -> None:
     with open(os.path.join(common.TOP, "scripts", "packages.txt")) as f:
         pkgs = [l.split("#", 1)[0].strip() for l in f]
     pkgs = [p for p in pkgs if p]
@@ -50,7 +56,7 @@ def do_deps(args):
     )
 
 
-def finish(results):
+def finish(results: common.Results) -> int:
     common.log(results.summary())
     return 0 if results.ok() else 1
 
@@ -59,11 +65,17 @@ class Stages:
     """Times the stages of `lk test` and prints them as a table at the end,
     with the results each stage added."""
 
-    def __init__(self, results):
+    def __init__(self, results: common.Results) -> None:
         self.results = results
-        self.rows = []
+        self.rows: list[tuple[str, float, list[int]]] = []
 
-    def run(self, name, fn, *exceptions, fail_name=None):
+    def run(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        *exceptions: type[BaseException],
+        fail_name: str | None = None,
+    ) -> Any:
         """Run fn(); a listed exception becomes a FAIL row (fail_name, or
         the stage's name)."""
         common.log("stage: %s" % name)
@@ -84,7 +96,7 @@ class Stages:
         common.log("stage: %s took %ds" % (name, self.rows[-1][1]))
         return value
 
-    def table(self):
+    def table(self) -> str:
         lines = ["stage times:"]
         for name, secs, (p, f, s) in self.rows:
             lines.append(
@@ -100,7 +112,7 @@ class Stages:
 FUZZ_CI_GUESTS = ("x86_64", "i386")
 
 
-def cmd_test(args):
+def cmd_test(args: argparse.Namespace) -> int:
     if args.full:
         # What CI leaves out for its time: the x86 defconfigs,
         # x86_64-nocompat, arm and arm64 in full, and all of vmlinux at
@@ -201,7 +213,7 @@ def cmd_test(args):
     return finish(results)
 
 
-def cmd_setup(args):
+def cmd_setup(args: argparse.Namespace) -> int:
     if not args.no_deps:
         do_deps(args)
     basetree.find_base(allow_download=not args.no_download)
@@ -218,7 +230,7 @@ def cmd_setup(args):
     return finish(results)
 
 
-def lock_out(args):
+def lock_out(args: argparse.Namespace) -> IO[str]:
     """Hold $LK_OUT/.lock for this process: one lk at a time per work dir."""
     out = common.out_dir(args)
     os.makedirs(out, exist_ok=True)

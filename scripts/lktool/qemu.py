@@ -68,6 +68,10 @@ tree (tree/), the build directories (build/<target>/), the logs (logs/) and
 this tool's scratch directory (qemu/).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import argparse
 import os
 import sys
@@ -76,7 +80,9 @@ import time
 from . import boot, common, qemu_conf, serial, userspace, verdict
 
 
-def guest_kernel(guest, build_root=None, build_dir=None):
+def guest_kernel(
+    guest: common.Guest, build_root: str | None = None, build_dir: str | None = None
+) -> tuple[str, str]:
     """(kernel path, build directory) of a guest."""
     if build_dir is None:
         build_dir = os.path.join(
@@ -85,7 +91,7 @@ def guest_kernel(guest, build_root=None, build_dir=None):
     return os.path.join(build_dir, guest["kernel"]), build_dir
 
 
-def debug_kernel(build_dir):
+def debug_kernel(build_dir: str) -> tuple[bool, bool]:
     """(scale needed, has kmemleak) from the build directory's .config."""
     cfg = qemu_conf.kernel_config(build_dir)
     kmemleak = "CONFIG_DEBUG_KMEMLEAK" in cfg
@@ -93,18 +99,18 @@ def debug_kernel(build_dir):
 
 
 def boot_and_report(
-    guest,
-    kernel,
-    initramfs,
-    names_timeouts,
-    log_path,
-    results,
-    limit=None,
-    kmemleak=False,
-    scale=1,
-    echo=False,
-    append="",
-):
+    guest: common.Guest,
+    kernel: str,
+    initramfs: str,
+    names_timeouts: list[tuple[str, int]],
+    log_path: str,
+    results: common.Results,
+    limit: int | None = None,
+    kmemleak: bool = False,
+    scale: int = 1,
+    echo: bool = False,
+    append: str = "",
+) -> serial.Report | None:
     """Boot, parse and report; return the Report (None if qemu did not run).
 
     names_timeouts: [(manifest name, seconds in the guest)].  The guest's
@@ -136,19 +142,19 @@ def boot_and_report(
 
 
 def run_guest(
-    guest,
-    specs,
-    tree,
-    scratch,
-    logs,
-    results,
-    build_root=None,
-    build_dir=None,
-    limit=None,
-    echo=False,
-    built_cache=None,
-    kernel=None,
-):
+    guest: common.Guest,
+    specs: list[qemu_conf.TestSpec],
+    tree: str,
+    scratch: str,
+    logs: str,
+    results: common.Results,
+    build_root: str | None = None,
+    build_dir: str | None = None,
+    limit: int | None = None,
+    echo: bool = False,
+    built_cache: dict[Any, Any] | None = None,
+    kernel: str | None = None,
+) -> serial.Report | None:
     """build + initramfs + boot + parse for one guest.
 
     The kernel is <build dir>/<guest kernel> unless `kernel` names one (the
@@ -218,7 +224,12 @@ def run_guest(
     return r
 
 
-def places(out, tree=None, scratch=None, logs=None):
+def places(
+    out: str,
+    tree: str | None = None,
+    scratch: str | None = None,
+    logs: str | None = None,
+) -> tuple[str, str, str]:
     """(kernel tree, scratch directory, log directory) of a harness run:
     those given, else $LK_OUT/tree, $LK_OUT/qemu and $LK_OUT/logs (made)."""
     tree = os.path.abspath(tree or os.path.join(out, "tree"))
@@ -229,7 +240,7 @@ def places(out, tree=None, scratch=None, logs=None):
     return tree, scratch, logs
 
 
-def key_values(pairs):
+def key_values(pairs: list[str] | None) -> dict[str, str]:
     """{key: value} of --set KEY=VALUE options."""
     overrides = {}
     for kv in pairs or ():
@@ -240,7 +251,12 @@ def key_values(pairs):
     return overrides
 
 
-def load_guests(names, specs, overrides=None, build_dir=None):
+def load_guests(
+    names: list[str],
+    specs: list[qemu_conf.TestSpec],
+    overrides: dict[str, str] | None = None,
+    build_dir: str | None = None,
+) -> list[common.Guest]:
     """The guests named, checked: a bad 'tests' key stops them all."""
     guests = [qemu_conf.load_guest(g, overrides=overrides) for g in names]
     for g in guests:
@@ -251,26 +267,26 @@ def load_guests(names, specs, overrides=None, build_dir=None):
 
 
 def run_guests(
-    results,
-    out,
-    names,
-    tree=None,
-    tests=None,
-    scratch=None,
-    logs=None,
-    overrides=None,
-    build_root=None,
-    build_dir=None,
-    timeout=None,
-    echo=False,
-):
+    results: common.Results,
+    out: str,
+    names: list[str],
+    tree: str | None = None,
+    tests: str | None = None,
+    scratch: str | None = None,
+    logs: str | None = None,
+    overrides: dict[str, str] | None = None,
+    build_root: str | None = None,
+    build_dir: str | None = None,
+    timeout: int | None = None,
+    echo: bool = False,
+) -> None:
     """build + initramfs + boot + parse for each guest named: `lk qemu` and
     `lk_qemu.py run`.  Rows go to results as they come; a data file that
     is wrong raises Failure."""
     tree, scratch, logs = places(out, tree, scratch, logs)
     specs = qemu_conf.read_selftests(tests or qemu_conf.SELFTESTS)
     guests = load_guests(names, specs, overrides, build_dir)
-    cache = {}
+    cache: dict[Any, Any] = {}
     for g in guests:
         run_guest(
             g,
@@ -287,7 +303,7 @@ def run_guests(
         )
 
 
-def tool_parser(prog, doc, out_note=""):
+def tool_parser(prog: str, doc: str, out_note: str = "") -> argparse.ArgumentParser:
     """The command line of a QEMU stage tool: its docstring and --out."""
     p = argparse.ArgumentParser(
         prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -300,7 +316,7 @@ def tool_parser(prog, doc, out_note=""):
     return p
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = tool_parser("lk_qemu.py", __doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -422,15 +438,15 @@ def main(argv=None):
         for g in guests:
             tests = []
             for abi_name in g["abis"]:
-                for s in qemu_conf.guest_tests(g, specs):
-                    path = os.path.join(scratch, "bin", abi_name, s.name)
-                    if abi_name not in s.abis:
+                for spec in qemu_conf.guest_tests(g, specs):
+                    path = os.path.join(scratch, "bin", abi_name, spec.name)
+                    if abi_name not in spec.abis:
                         continue
                     if not os.path.exists(path):
                         raise common.Failure(
                             "no %s: run 'lk_qemu.py build' first" % path
                         )
-                    tests.append(userspace.Built(s, abi_name, path))
+                    tests.append(userspace.Built(spec, abi_name, path))
             init = os.path.join(scratch, "bin", g["init_abi"], "init")
             default_rd = os.path.join(scratch, g["name"], "initramfs.cpio.gz")
             if args.cmd == "initramfs":

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The guests of configs/qemu/, their user-space ABIs and the selftest list."""
 
+from __future__ import annotations
+
 import collections
 import os
 import re
@@ -24,11 +26,13 @@ DEFAULT_TEST_TIMEOUT = 60
 GUEST_KEYS = ("target", "kernel", "qemu", "abis", "init_abi")
 
 
-def guest_names():
+def guest_names() -> list[str]:
     return sorted(fn[:-5] for fn in os.listdir(QEMU_CONF_DIR) if fn.endswith(".conf"))
 
 
-def load_guest(name, conf_dir=QEMU_CONF_DIR, overrides=None):
+def load_guest(
+    name: str, conf_dir: str = QEMU_CONF_DIR, overrides: dict[str, str] | None = None
+) -> common.Guest:
     """configs/qemu/<name>.conf, with defaults filled in and types fixed.
 
     overrides: {key: value} replacing keys of the file (--set key=value).
@@ -39,7 +43,7 @@ def load_guest(name, conf_dir=QEMU_CONF_DIR, overrides=None):
             "unknown guest %s (no %s; guests: %s)"
             % (name, path, " ".join(guest_names()))
         )
-    g = common.read_kv(path)
+    g: common.Guest = common.read_kv(path)
     g.update(overrides or {})
     for key in GUEST_KEYS:
         if not g.get(key):
@@ -79,19 +83,19 @@ def load_guest(name, conf_dir=QEMU_CONF_DIR, overrides=None):
     return g
 
 
-def abi_names(conf_dir=ABI_CONF_DIR):
+def abi_names(conf_dir: str = ABI_CONF_DIR) -> list[str]:
     """The user-space ABIs of configs/qemu/abi/ (64, 32, arm64, arm)."""
     return sorted(fn[:-5] for fn in os.listdir(conf_dir) if fn.endswith(".conf"))
 
 
-def load_abi(name, conf_dir=ABI_CONF_DIR):
+def load_abi(name: str, conf_dir: str = ABI_CONF_DIR) -> common.Abi:
     path = os.path.join(conf_dir, "%s.conf" % name)
     if not os.path.exists(path):
         raise common.Failure(
             "unknown user-space ABI %s (no %s; ABIs: %s)"
             % (name, path, " ".join(abi_names(conf_dir)))
         )
-    a = common.read_kv(path)
+    a: common.Abi = common.read_kv(path)
     for key in ("cc", "headers_arch"):
         if not a.get(key):
             raise common.Failure("%s: missing '%s'" % (path, key))
@@ -104,7 +108,7 @@ def load_abi(name, conf_dir=ABI_CONF_DIR):
 TestSpec = collections.namedtuple("TestSpec", "source abis name timeout flags")
 
 
-def parse_selftests(text, origin="selftests.txt"):
+def parse_selftests(text: str, origin: str = "selftests.txt") -> list[TestSpec]:
     """Parse configs/qemu/selftests.txt: '<source> <abis> [key=value] [-flags]'."""
     known_abis = abi_names()
     specs = []
@@ -156,7 +160,7 @@ def parse_selftests(text, origin="selftests.txt"):
     return specs
 
 
-def read_selftests(path=SELFTESTS):
+def read_selftests(path: str = SELFTESTS) -> list[TestSpec]:
     try:
         with open(path) as f:
             return parse_selftests(f.read(), path)
@@ -164,7 +168,7 @@ def read_selftests(path=SELFTESTS):
         raise common.Failure("cannot read %s: %s" % (path, e.strerror))
 
 
-def guest_tests(guest, specs):
+def guest_tests(guest: common.Guest, specs: list[TestSpec]) -> list[TestSpec]:
     """The specs a guest runs: those of its ABIs, or of its 'tests' key."""
     mine = [s for s in specs if set(s.abis) & set(guest["abis"])]
     if guest["tests"] is None:
@@ -179,7 +183,7 @@ def guest_tests(guest, specs):
     return [s for s in mine if s.name in guest["tests"]]
 
 
-def kernel_config(build_dir):
+def kernel_config(build_dir: str) -> set[str]:
     """The set of 'CONFIG_X=y' options of a build directory (may be empty)."""
     try:
         with open(os.path.join(build_dir, ".config")) as f:

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """The QEMU stages as lk runs them: boot, fuzz and bench the built kernels."""
 
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
 import argparse
 import os
 import time
@@ -19,18 +23,20 @@ from . import (
 )
 
 
-def guest_kernel(guest, out=None):
+def guest_kernel(guest: str, out: str | None = None) -> str:
     conf = common.read_kv(os.path.join(common.GUESTS, guest + ".conf"))
     return os.path.join(
         out or common.out_dir(None), "build", conf["target"], conf["kernel"]
     )
 
 
-def qemu_guests():
+def qemu_guests() -> list[str]:
     return qemu_conf.guest_names()
 
 
-def do_qemu(args, results, guests=None):
+def do_qemu(
+    args: argparse.Namespace, results: common.Results, guests: list[str] | None = None
+) -> None:
     """Boot the built kernels, run the selftests, check their KUnit output."""
     out = common.out_dir(args)
     apply.applied_tree(args)
@@ -63,7 +69,9 @@ def do_qemu(args, results, guests=None):
             )
 
 
-def in_process(results, name, harness):
+def in_process(
+    results: common.Results, name: str, harness: Callable[[], object]
+) -> None:
     """Run harness(), which adds its rows to results as they come: a boot
     and its tests take minutes, and each row is progress.
 
@@ -82,7 +90,12 @@ def in_process(results, name, harness):
         results.failed(name, error or "it failed: %s" % ", ".join(failed))
 
 
-def do_fuzz(args, results, guests=None, ci=False):
+def do_fuzz(
+    args: argparse.Namespace,
+    results: common.Results,
+    guests: Sequence[str] | None = None,
+    ci: bool = False,
+) -> None:
     """trinity in the x86 guests, under their kernels' sanitizers.
 
     See fuzz.py.  ci: the short fixed-seed run of `lk test`.
@@ -110,7 +123,7 @@ def do_fuzz(args, results, guests=None, ci=False):
 BENCH_TARGETS = ("x86_64", "i386")
 
 
-def do_bench(args, results):
+def do_bench(args: argparse.Namespace, results: common.Results) -> None:
     """bench.py: the prerequisite-only kernels against the tip.
 
     Base kernels are built in $LK_OUT/baseline/build/<target> (where `lk

@@ -1,12 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0
 """The tools' own unit tests, run as a stage: one result per test."""
 
+from __future__ import annotations
+
+import argparse
+
+from typing import Iterator, Sequence
+
 import os
 import re
 import sys
 import threading
 
-from . import common
+from . import common, lint
 
 
 # The groups of lktool/tests/__main__.py and the tags of their results.
@@ -20,8 +26,11 @@ SELFTEST_SCRIPTS = (
 TESTS = os.path.join("scripts", "lktool", "tests")
 
 
-def do_selftest(args, results, qemu_ran=()):
-    """Run the tools' own tests and report each of them.
+def do_selftest(
+    args: argparse.Namespace, results: common.Results, qemu_ran: Sequence[str] = ()
+) -> None:
+    """Run the tools' own tests and report each of them, then their static
+    checks (lint.py).
 
     The groups run side by side: lk mostly compiles,
     qemu mostly waits for one-CPU QEMU guests, and
@@ -48,6 +57,7 @@ def do_selftest(args, results, qemu_ran=()):
             report_selftest_script(results, script, tag, *runs[tag])
     for e in errors:
         results.failed("selftest", e)
+    lint.do_lint(args, results)
 
 
 # "test_x (lktool.tests.m.Class.test_x) ... ok" (Python 3.11; before it
@@ -67,7 +77,7 @@ UNITTEST_OUTCOME_RE = re.compile(
 )
 
 
-def unittest_outcomes(text):
+def unittest_outcomes(text: str) -> Iterator[tuple[str, str]]:
     """(Class.test, outcome) from `unittest -v` output.
 
     Output a test prints (a warning, say) can split "test (...) ... ok"
@@ -96,7 +106,9 @@ def unittest_outcomes(text):
             pending = None
 
 
-def run_selftest_script(args, script, tag, qemu_ran=()):
+def run_selftest_script(
+    args: argparse.Namespace, script: str, tag: str, qemu_ran: Sequence[str] = ()
+) -> tuple[int, str]:
     """Run one of the tools' test scripts: (exit status, log file)."""
     cmd = [sys.executable, os.path.join(common.TOP, TESTS), script]
     if args.quick:
@@ -111,7 +123,9 @@ def run_selftest_script(args, script, tag, qemu_ran=()):
     return r.returncode, logfile
 
 
-def report_selftest_script(results, script, tag, returncode, logfile):
+def report_selftest_script(
+    results: common.Results, script: str, tag: str, returncode: int, logfile: str
+) -> None:
     """One result per test of a script's `unittest -v` log."""
     with open(logfile, errors="replace") as f:
         text = f.read()

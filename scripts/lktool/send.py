@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Prepare the upstream-bound topics for mailing with b4; never send."""
 
+from __future__ import annotations
+
+import argparse
+
 import json
 import os
 import re
@@ -14,7 +18,7 @@ from email.header import make_header
 from . import apply, basetree, checkpatch, common, pipeline, series, topics
 
 
-def sender_identity():
+def sender_identity() -> tuple[str, str]:
     """The sender's own git identity (their configuration, on purpose:
     not run()/git(), which leave the user's configuration out)."""
 
@@ -36,7 +40,7 @@ def sender_identity():
     return name, email
 
 
-def send_sections(entries, topics):
+def send_sections(entries: list[series.PatchEntry], topics: list[str]) -> list[str]:
     """The upstream-bound sections of the chosen topics (all when none is
     named), each topic followed by its KUnit follow-up, in series order."""
     sections = series.upstream_sections(entries)
@@ -49,7 +53,7 @@ def send_sections(entries, topics):
     return [x for x in sections if not topics or series.topic_of(x) in topics]
 
 
-def bump_version(series_dir, section, version):
+def bump_version(series_dir: str, section: str, version: int) -> None:
     """Make the section's cover letter say Version: version; refuse to go
     back, and to go forward without a changelog for the new version."""
     path = os.path.join(series_dir, "patches", section, "cover-letter")
@@ -83,7 +87,13 @@ def bump_version(series_dir, section, version):
     )
 
 
-def cover_message(fields, body, sender, fork_branch, needs=None):
+def cover_message(
+    fields: dict[str, str],
+    body: str,
+    sender: str,
+    fork_branch: str,
+    needs: str | None = None,
+) -> str:
     """The cover letter commit of a b4 prep branch: subject, text, the
     topic's own To:/Cc: trailers, and b4's tracking section."""
     trailers = []
@@ -116,7 +126,7 @@ def cover_message(fields, body, sender, fork_branch, needs=None):
     return text
 
 
-def b4_env(workspace):
+def b4_env(workspace: str) -> dict[str, str]:
     """b4's environment: no user or system git configuration (the
     workspace's own holds the sender), and an SMTP setting so that
     `b4 send -o` writes mails without wanting a web endpoint."""
@@ -130,7 +140,7 @@ def b4_env(workspace):
     return env
 
 
-def mails_as_mbox(mail_dir, with_cover=True):
+def mails_as_mbox(mail_dir: str, with_cover: bool = True) -> str:
     """The .eml files b4 wrote, in order, as one mbox (text)."""
     out = []
     for fn in sorted(os.listdir(mail_dir)):
@@ -145,7 +155,7 @@ def mails_as_mbox(mail_dir, with_cover=True):
     return "".join(out)
 
 
-def b4_am_tree(repo, start, mail_dir, env):
+def b4_am_tree(repo: str, start: str, mail_dir: str, env: dict[str, str]) -> str | None:
     """The tree of start with the thread in mail_dir applied the way a
     maintainer takes it: b4 am, then git am of what b4 made.
 
@@ -173,7 +183,7 @@ def b4_am_tree(repo, start, mail_dir, env):
             return topics.am_tree(repo, start, f.read())
 
 
-def cmd_send(args):
+def cmd_send(args: argparse.Namespace) -> int:
     """Prepare each topic as a b4 prep branch on plain v4.20 and write its
     mails with `b4 send -o`; never send.  See the README (Sending)."""
     name, email = sender_identity()
@@ -222,7 +232,7 @@ def cmd_send(args):
         GIT_COMMITTER_NAME=name,
         GIT_COMMITTER_EMAIL=email,
     )
-    tips = {}
+    tips: dict[str, list[str]] = {}
     allow = checkpatch.checkpatch_exceptions()
     for sec in sections:
         fields, body = series.read_cover(

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Read a serial log that boot() wrote: markers, test output, kernel reports."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import collections
 import re
 
@@ -72,35 +76,37 @@ TapResult = collections.namedtuple(
 
 
 class TestRun:
-    def __init__(self, name, line):
+    def __init__(self, name: str, line: int) -> None:
         self.name = name
         self.line = line  # log line of the begin marker
-        self.end = None  # the end marker's fields, or None
-        self.output = []  # (line number, text)
+        self.end: dict[str, Any] | None = None  # the end marker's fields, or None
+        self.output: list[tuple[int, str]] = []  # (line number, text)
 
 
 class Report:
     """What a serial log says; judge() turns it into results."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.guest = "?"
-        self.token = None
-        self.log_path = None
-        self.expected = []
-        self.host = {}  # keys of the host's 'end' line
-        self.qemu_stderr = []
-        self.limit = None
-        self.start = None  # fields of init's start marker
-        self.tests = collections.OrderedDict()
-        self.done = None
-        self.issues = []
-        self.kmemleak = {}  # section -> (leaks or None, [lines])
-        self.anomalies = []  # out-of-order markers
+        self.token: str | None = None
+        self.log_path: str | None = None
+        self.expected: list[str] = []
+        self.host: dict[str, str] = {}  # keys of the host's 'end' line
+        self.qemu_stderr: list[str] = []
+        self.limit: int | None = None
+        self.start: dict[str, Any] | None = None  # fields of init's start marker
+        self.tests: collections.OrderedDict[str, TestRun] = collections.OrderedDict()
+        self.done: dict[str, Any] | None = None
+        self.issues: list[Issue] = []
+        self.kmemleak: dict[
+            str, tuple[int | None, list[str]]
+        ] = {}  # section -> (leaks or None, [lines])
+        self.anomalies: list[str] = []  # out-of-order markers
         self.last_kernel_line = ""
-        self.lines = []  # the log's lines as parsed (no \r)
+        self.lines: list[str] = []  # the log's lines as parsed (no \r)
 
 
-def fields(text):
+def fields(text: str) -> dict[str, Any]:
     """'a=1 b=2 flag' -> {'a': '1', 'b': '2', 'flag': ''}."""
     out = {}
     for w in text.split():
@@ -112,7 +118,7 @@ def fields(text):
 KERNEL_RECORD_RE = re.compile(r"\[ *\d+\.\d{6}\] ")
 
 
-def unsplice(lines):
+def unsplice(lines: list[str]) -> list[str]:
     """Take the kernel console records out of user-space lines they cut.
 
     The kernel writes a console record whole, but it can land between any
@@ -142,7 +148,7 @@ def unsplice(lines):
     return out
 
 
-def parse_log(text, log_path=None):
+def parse_log(text: str, log_path: str | None = None) -> Report:
     """Parse a log written by boot(); return a Report."""
     r = Report()
     r.log_path = log_path
@@ -267,12 +273,14 @@ def parse_log(text, log_path=None):
     return r
 
 
-def parse_log_file(path):
+def parse_log_file(path: str) -> Report:
     with open(path, "rb") as f:
         return parse_log(f.read().decode("utf-8", "replace"), path)
 
 
-def parse_tap(output):
+def parse_tap(
+    output: list[tuple[int, str]]
+) -> tuple[list[TapResult], tuple[int, str] | None]:
     """TAP result lines of a test's output: [TapResult]; and Bail out!."""
     results, bail = [], None
     for n, line in output:

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """The series file, the patch headers and the topics' cover letters."""
 
+from __future__ import annotations
+
+import argparse
+
 import collections
 import os
 import re
@@ -24,7 +28,7 @@ TOPIC_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 FOLLOWUP = "kunit"
 
 
-def upstream_sections(entries):
+def upstream_sections(entries: list[PatchEntry]) -> list[str]:
     """The names of the upstream-bound sections, in series order."""
     sections = []
     for e in entries:
@@ -33,30 +37,30 @@ def upstream_sections(entries):
     return sections
 
 
-def section_dir(e):
+def section_dir(e: PatchEntry) -> str:
     """The folder under patches/ that holds an entry's file."""
     return e.section if e.upstream else "prereq"
 
 
-def topic_of(section):
+def topic_of(section: str) -> str:
     return section.split("/")[0]
 
 
-def patch_key(path):
+def patch_key(path: str) -> str:
     """A patch's name without its number: what scripts/checkpatch-exceptions
     names, so that inserting a patch does not rename every exception."""
     d, b = os.path.split(path)
     return os.path.join(d, re.sub(r"^\d{4}-", "", b))
 
 
-def numbered(index, subject):
+def numbered(index: int, subject: str) -> str:
     return "%04d-%s.patch" % (index, slug(subject))
 
 
 COVER_FIELDS = ("subject", "version", "change-id", "prefix", "to", "cc", "needs")
 
 
-def read_cover(path):
+def read_cover(path: str) -> tuple[dict[str, str], str]:
     """(fields, body) of a topic's cover letter: 'Key: value' lines, a
     blank line, then the text of the mail."""
     with open(path, encoding="utf-8") as f:
@@ -75,7 +79,7 @@ def read_cover(path):
     return fields, body.strip() + "\n"
 
 
-def cover_problems(section, path):
+def cover_problems(section: str, path: str) -> list[str]:
     """What is wrong with a section's cover letter, as a list."""
     if not os.path.exists(path):
         return [
@@ -121,14 +125,14 @@ def cover_problems(section, path):
     return probs
 
 
-def parse_series(text, origin="series"):
+def parse_series(text: str, origin: str = "series") -> list[PatchEntry]:
     """Parse a quilt-style series file.
 
     Lines are patch paths relative to patches/; '#' lines are comments.
     A comment '# section: NAME (upstream|prerequisite)' opens a section.
     Returns a list of PatchEntry.
     """
-    entries = []
+    entries: list[PatchEntry] = []
     section, upstream = None, None
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -188,13 +192,13 @@ def parse_series(text, origin="series"):
     return entries
 
 
-def read_series(series_dir):
+def read_series(series_dir: str) -> list[PatchEntry]:
     path = os.path.join(series_dir, "series")
     with open(path) as f:
         return parse_series(f.read(), path)
 
 
-def patch_headers(path):
+def patch_headers(path: str) -> tuple[dict[str, str], str]:
     """Return (headers dict, body) of a format-patch mail."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
@@ -211,19 +215,19 @@ def patch_headers(path):
     return headers, body
 
 
-def slug(subject):
+def slug(subject: str) -> str:
     s = re.sub(r"^\[[^]]*\]\s*", "", subject).lower()
     s = re.sub(r"[^a-z0-9]+", "-", s).strip("-")
     return s
 
 
-def check_series(series_dir):
+def check_series(series_dir: str) -> list[str]:
     """Return a list of problems with the series file and the patches."""
     problems = []
     try:
         entries = read_series(series_dir)
-    except (OSError, common.Failure) as e:
-        return [str(e)]
+    except (OSError, common.Failure) as err:
+        return [str(err)]
     pdir = os.path.join(series_dir, "patches")
     listed = collections.Counter(e.path for e in entries)
     for p, c in listed.items():
@@ -254,7 +258,7 @@ def check_series(series_dir):
                 "patches/%s/cover-letter: Needs: %s, which is "
                 "not a section before it" % (sec, needs)
             )
-    index = collections.Counter()
+    index: collections.Counter[str] = collections.Counter()
     for e in entries:
         full = os.path.join(pdir, e.path)
         want_dir = section_dir(e)
@@ -315,7 +319,7 @@ def check_series(series_dir):
     return problems
 
 
-def do_series(args, results):
+def do_series(args: argparse.Namespace, results: common.Results) -> bool:
     probs = check_series(os.path.abspath(args.series_dir))
     if probs:
         for p in probs:

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Build targets and matrices of configs/, and the stamp of a target's warning baseline."""
+"""Build targets and matrices of configs/, and the stamp of a target's warning
+baseline."""
+
+from __future__ import annotations
 
 import hashlib
 import os
@@ -8,15 +11,15 @@ import re
 from . import common, series
 
 
-def targets_dir():
+def targets_dir() -> str:
     return common.TARGETS
 
 
-def load_target(name):
+def load_target(name: str) -> common.Target:
     path = os.path.join(targets_dir(), name + ".conf")
     if not os.path.exists(path):
         raise common.Failure("unknown build target %s (no %s)" % (name, path))
-    t = common.read_kv(path)
+    t: common.Target = common.read_kv(path)
     for key in ("arch", "goals"):
         if key not in t:
             raise common.Failure("%s: missing '%s'" % (path, key))
@@ -34,7 +37,7 @@ def load_target(name):
     return t
 
 
-def matrix(name):
+def matrix(name: str) -> list[str]:
     """The targets of configs/matrix/<name>."""
     path = os.path.join(common.MATRICES, name)
     if not os.path.exists(path):
@@ -42,13 +45,13 @@ def matrix(name):
     return list_lines(path)
 
 
-def list_lines(path):
+def list_lines(path: str) -> list[str]:
     """The lines of a list file, without comments and blank lines."""
     with open(path) as f:
         return [l.split("#", 1)[0].strip() for l in f if l.split("#", 1)[0].strip()]
 
 
-def kconfig_only_options(patch):
+def kconfig_only_options(patch: str) -> list[str] | None:
     """The options a patch adds if it changes Kconfig files only and adds
     options that are off unless something selects or sets them (no
     default, and selected only by options the patch adds); else None.
@@ -75,7 +78,7 @@ def kconfig_only_options(patch):
     return re.findall(r"(?m)^\s*(?:menu)?config\s+(\w+)", "\n".join(added))
 
 
-def baseline_stamp(series_dir, t):
+def baseline_stamp(series_dir: str, t: common.Target) -> str:
     """What a target's warnings depend on besides the upstream patches.
 
     The prerequisite patches, what the target's .conf says about a full
@@ -136,13 +139,13 @@ ALLCONFIG_TARGETS = ("allnoconfig", "allyesconfig", "allmodconfig", "alldefconfi
 CONFIG_LINE_RE = re.compile(r"^(?:CONFIG_(\w+)=|# CONFIG_(\w+) is not set)")
 
 
-def config_line_symbol(line):
+def config_line_symbol(line: str) -> str | None:
     """The symbol that a .config-style line sets or unsets, or None."""
     m = CONFIG_LINE_RE.match(line)
-    return m and (m.group(1) or m.group(2))
+    return (m.group(1) or m.group(2)) if m else None
 
 
-def fragment_lines(t):
+def fragment_lines(t: common.Target) -> list[tuple[str, str, str]]:
     """(fragment path, line, symbol) of each setting in t's fragments."""
     found = []
     for frag in t["fragments"]:
@@ -156,7 +159,7 @@ def fragment_lines(t):
     return found
 
 
-def read_config(path):
+def read_config(path: str) -> dict[str, str]:
     """{CONFIG_FOO: value} of a .config."""
     config = {}
     with open(path) as f:
@@ -167,7 +170,7 @@ def read_config(path):
     return config
 
 
-def kconfig_symbols(tree):
+def kconfig_symbols(tree: str) -> set[str]:
     """The names of the config symbols that the tree's Kconfig files define."""
     out = common.run(
         [

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Each topic applies to plain v4.20 with git am, alone and in any order."""
 
+from __future__ import annotations
+
+import argparse
+
 import collections
 import os
 import subprocess
@@ -9,7 +13,7 @@ import tempfile
 from . import common, series
 
 
-def am_trees(repo, runs):
+def am_trees(repo: str, runs: list[tuple[str, str]]) -> list[str | None]:
     """For each (start, mbox text) of runs, the git tree id of start with
     the mbox applied as git am applies it, or None if it does not apply.
 
@@ -28,7 +32,9 @@ def am_trees(repo, runs):
     return out
 
 
-def am_tree_in_index(repo, start, text, tmp, env):
+def am_tree_in_index(
+    repo: str, start: str, text: str, tmp: str, env: dict[str, str]
+) -> str | None:
     """One run of am_trees(), in the index that env names and folder tmp."""
     mails = os.path.join(tmp, "mails")
     os.makedirs(mails)
@@ -70,11 +76,11 @@ def am_tree_in_index(repo, start, text, tmp, env):
     return common.git(["write-tree"], cwd=repo, env=env)
 
 
-def am_tree(repo, start, mbox_text):
+def am_tree(repo: str, start: str, mbox_text: str) -> str | None:
     return am_trees(repo, [(start, mbox_text)])[0]
 
 
-def series_mbox(series_dir, entries):
+def series_mbox(series_dir: str, entries: list[series.PatchEntry]) -> str:
     out = []
     for e in entries:
         with open(os.path.join(series_dir, "patches", e.path), encoding="utf-8") as f:
@@ -82,13 +88,20 @@ def series_mbox(series_dir, entries):
     return "".join(out)
 
 
-def do_topics(args, results, tree, entries):
+def do_topics(
+    args: argparse.Namespace,
+    results: common.Results,
+    tree: str,
+    entries: list[series.PatchEntry],
+) -> None:
     """Every topic applies with git am to plain v4.20 on its own (on top of
     the topic its cover letter says it needs, if any), its KUnit follow-up
     on top of it, and the topics in reverse order (a needed topic still
     first) give the tree that they give in the order of series."""
     series_dir = os.path.abspath(args.series_dir)
-    by = collections.OrderedDict()
+    by: collections.OrderedDict[
+        str, list[series.PatchEntry]
+    ] = collections.OrderedDict()
     for e in entries:
         if e.upstream:
             by.setdefault(e.section, []).append(e)

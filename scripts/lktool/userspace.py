@@ -2,6 +2,10 @@
 """What runs in a guest: selftests and /init built statically against the
 tree's uapi headers, packed into an initramfs."""
 
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import collections
 import gzip
 import hashlib
@@ -12,7 +16,7 @@ import shutil
 import stat
 import subprocess
 
-from . import common
+from . import common, qemu_conf
 
 
 INIT_C = os.path.join(common.TOP, "scripts", "qemu", "init.c")
@@ -32,7 +36,12 @@ HEADERS_COMMON_INPUTS = (
 )
 
 
-def run_logged(cmd, logfile, cwd=None, env=None):
+def run_logged(
+    cmd: list[str],
+    logfile: str,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+) -> int:
     """Run cmd with its output appended to logfile; return its exit status."""
     if not shutil.which(cmd[0]):
         raise common.Failure(
@@ -52,12 +61,12 @@ def run_logged(cmd, logfile, cwd=None, env=None):
         ).returncode
 
 
-def nice(cmd):
+def nice(cmd: list[str]) -> list[str]:
     """Compilers run at lower priority: the host is usually building."""
     return (["nice", "-n", "10"] + cmd) if shutil.which("nice") else cmd
 
 
-def headers_srcarch(abi):
+def headers_srcarch(abi: common.Abi) -> str:
     """The arch/ directory that the ABI's uapi headers come from.
 
     'make headers_install' writes the same files for every ARCH= of one
@@ -68,7 +77,7 @@ def headers_srcarch(abi):
     return common.srcarch(abi["headers_arch"])
 
 
-def headers_stamp(tree, abi):
+def headers_stamp(tree: str, abi: common.Abi) -> str:
     """A hash of everything 'make headers_install' reads for this ABI."""
     h = hashlib.sha256(headers_srcarch(abi).encode())
     for rel in HEADERS_COMMON_INPUTS + tuple(abi["headers_inputs"]):
@@ -85,7 +94,7 @@ def headers_stamp(tree, abi):
     return h.hexdigest()
 
 
-def export_headers(tree, abi, scratch, logfile):
+def export_headers(tree: str, abi: common.Abi, scratch: str, logfile: str) -> str:
     """Export the tree's uapi headers for abi; return their include dir.
 
     Runs 'make -C tree O=<scratch>/headers/<srcarch>/obj
@@ -132,7 +141,14 @@ def export_headers(tree, abi, scratch, logfile):
     return os.path.join(usr, "include")
 
 
-def compile_program(abi, source, output, logfile, includes=(), flags=()):
+def compile_program(
+    abi: common.Abi,
+    source: str,
+    output: str,
+    logfile: str,
+    includes: Sequence[str] = (),
+    flags: Sequence[str] = (),
+) -> str:
     """Compile one C file statically for abi; raise Failure naming the log."""
     os.makedirs(os.path.dirname(output), exist_ok=True)
     cmd = nice(
@@ -150,7 +166,7 @@ def compile_program(abi, source, output, logfile, includes=(), flags=()):
     return output
 
 
-def build_init(abi, scratch, logfile):
+def build_init(abi: common.Abi, scratch: str, logfile: str) -> str:
     """Build scripts/qemu/init.c for abi: <scratch>/bin/<abi>/init."""
     return compile_program(
         abi, INIT_C, os.path.join(scratch, "bin", abi["name"], "init"), logfile
@@ -160,7 +176,15 @@ def build_init(abi, scratch, logfile):
 Built = collections.namedtuple("Built", "spec abi path")
 
 
-def build_tests(specs, abi, scratch, logfile, tree=None, results=None, headers=True):
+def build_tests(
+    specs: list[qemu_conf.TestSpec],
+    abi: common.Abi,
+    scratch: str,
+    logfile: str,
+    tree: str | None = None,
+    results: common.Results | None = None,
+    headers: bool = True,
+) -> list[Built]:
     """Build the specs that list abi; return [Built].
 
     Sources are relative to tree (absolute paths are taken as they are).
@@ -208,10 +232,10 @@ def build_tests(specs, abi, scratch, logfile, tree=None, results=None, headers=T
 class Cpio:
     """A cpio archive in the kernel's 'newc' format, owned by root."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.buf = io.BytesIO()
         self.ino = 1000
-        self.dirs = set()
+        self.dirs: set[str] = set()
 
     def _entry(self, name, mode, data=b"", rdev=(0, 0)):
         self.ino += 1
@@ -237,7 +261,7 @@ class Cpio:
         self.buf.write(data)
         self.buf.write(b"\0" * (-len(data) % 4))
 
-    def dir(self, name):
+    def dir(self, name: str) -> None:
         parts = name.strip("/").split("/")
         for i in range(1, len(parts) + 1):
             d = "/".join(parts[:i])
@@ -245,26 +269,26 @@ class Cpio:
                 self.dirs.add(d)
                 self._entry(d, stat.S_IFDIR | 0o755)
 
-    def file(self, name, data, mode=0o644):
+    def file(self, name: str, data: bytes, mode: int = 0o644) -> None:
         name = name.strip("/")
         if "/" in name:
             self.dir(os.path.dirname(name))
         self._entry(name, stat.S_IFREG | mode, data)
 
-    def chardev(self, name, major, minor, mode=0o600):
+    def chardev(self, name: str, major: int, minor: int, mode: int = 0o600) -> None:
         self.dir(os.path.dirname(name.strip("/")))
         self._entry(name.strip("/"), stat.S_IFCHR | mode, rdev=(major, minor))
 
-    def data(self):
+    def data(self) -> bytes:
         self._entry("TRAILER!!!", 0)
         return self.buf.getvalue()
 
 
-def manifest_name(abi, name):
+def manifest_name(abi: str, name: str) -> str:
     return "%s/%s" % (abi, name)
 
 
-def base_cpio(init):
+def base_cpio(init: str) -> Cpio:
     """A Cpio with what every guest initramfs has: /init (the host path
     of a built scripts/qemu/init.c), /dev/console, /dev/null and the
     directories init mounts on."""
@@ -278,7 +302,9 @@ def base_cpio(init):
     return c
 
 
-def make_initramfs(path, init, tests, scale=1):
+def make_initramfs(
+    path: str, init: str, tests: Sequence[Any], scale: int = 1
+) -> list[str]:
     """Write a gzipped cpio with /init and the tests; return the test names.
 
     tests: [Built] (or objects with spec.name, spec.timeout, abi, path).
@@ -299,7 +325,7 @@ def make_initramfs(path, init, tests, scale=1):
     return names
 
 
-def write_initramfs(path, cpio):
+def write_initramfs(path: str, cpio: Cpio) -> None:
     """Write a Cpio to path, gzipped, replacing what was there."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"

@@ -1,22 +1,26 @@
 # SPDX-License-Identifier: GPL-2.0
 """Turn a parsed serial log into PASS/FAIL/SKIP rows."""
 
+from __future__ import annotations
+
+from typing import Callable
+
 import collections
 import signal
 
-from . import serial, userspace
+from . import common, serial, userspace
 
 
 SIGNALS = {int(s): s.name for s in signal.Signals}
 
 
-def result_name(g, name):
+def result_name(g: str, name: str) -> str:
     """'qemu x86_64', '64/foo' -> 'qemu x86_64/64: foo'."""
     abi, _, test = name.partition("/")
     return "%s/%s: %s" % (g, abi, test) if test else "%s: %s" % (g, name)
 
 
-def judge(r, prefix="qemu"):
+def judge(r: serial.Report, prefix: str = "qemu") -> list[tuple[str, str, str]]:
     """Turn a Report into [(status, name, detail)]."""
     rows = []
     g = "%s %s" % (prefix, r.guest)
@@ -103,7 +107,9 @@ def judge(r, prefix="qemu"):
                 )
 
     # One row per distinct report; a looping one can print thousands.
-    same = collections.OrderedDict()
+    same: collections.OrderedDict[
+        tuple[str, str], list[serial.Issue]
+    ] = collections.OrderedDict()
     for i in r.issues:
         same.setdefault((i.kind, i.text), []).append(i)
     for group in same.values():
@@ -199,7 +205,12 @@ def judge(r, prefix="qemu"):
     return rows
 
 
-def judge_test(t, full, where, stop_reason):
+def judge_test(
+    t: serial.TestRun,
+    full: str,
+    where: Callable[[int], str],
+    stop_reason: Callable[[], str],
+) -> list[tuple[str, str, str]]:
     """Results of one test: the test itself, then its TAP sub-results."""
     rows = []
     taps, bail = serial.parse_tap(t.output)
@@ -263,7 +274,9 @@ def judge_test(t, full, where, stop_reason):
     return [(main[0], full, main[1])] + rows
 
 
-def judge_expects(guest, r, log_path):
+def judge_expects(
+    guest: common.Guest, r: serial.Report | None, log_path: str
+) -> list[tuple[str, str, str]]:
     """The rows of the guest's expect keys on a boot's Report (or None).
 
     Checked only when init finished its tests: otherwise each is a FAIL,

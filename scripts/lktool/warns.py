@@ -2,6 +2,12 @@
 """Compiler warnings: parse a build log, compare with the committed baselines,
 record them."""
 
+from __future__ import annotations
+
+import argparse
+
+from typing import Mapping, Sequence
+
 import collections
 import os
 import re
@@ -27,7 +33,7 @@ ERROR_RE = re.compile(
 )
 
 
-def first_error(text):
+def first_error(text: str) -> str:
     """The first line of a build log that reports an error, or '?'."""
     for line in text.splitlines():
         if ERROR_RE.search(line):
@@ -35,14 +41,14 @@ def first_error(text):
     return "?"
 
 
-def normalise_path(path, roots):
+def normalise_path(path: str, roots: Sequence[str]) -> str:
     for r in roots:
         if r and path.startswith(r.rstrip("/") + "/"):
             return path[len(r.rstrip("/")) + 1 :]
     return path
 
 
-def build_roots(build_dir, tree):
+def build_roots(build_dir: str, tree: str) -> tuple[str, str, str]:
     """The prefixes that parse_warnings() drops from a build's paths: the
     build and source directories, and the source directory as seen from
     the build directory (ccache's base_dir makes the compiler see it so;
@@ -50,14 +56,16 @@ def build_roots(build_dir, tree):
     return (build_dir, tree, os.path.relpath(tree, build_dir))
 
 
-def parse_warnings(text, roots=(), errors=False):
+def parse_warnings(
+    text: str, roots: Sequence[str] = (), errors: bool = False
+) -> collections.Counter[str]:
     """Return a Counter of 'file: message' for every warning in a build log.
 
     Line and column numbers are dropped, so that a warning keeps its key
     when a patch moves code around; build and source directories are made
     relative.
     """
-    found = collections.Counter()
+    found: collections.Counter[str] = collections.Counter()
     for line in text.splitlines():
         line = line.strip()
         m = WARN_RE.match(line)
@@ -85,8 +93,8 @@ def parse_warnings(text, roots=(), errors=False):
     return found
 
 
-def read_baseline(path):
-    base = collections.Counter()
+def read_baseline(path: str) -> tuple[collections.Counter[str] | None, str | None]:
+    base: collections.Counter[str] = collections.Counter()
     stamp = None
     if not os.path.exists(path):
         return None, None
@@ -102,7 +110,9 @@ def read_baseline(path):
     return base, stamp
 
 
-def new_warnings(warnings, base):
+def new_warnings(
+    warnings: collections.Counter[str], base: Mapping[str, int]
+) -> collections.Counter[str]:
     """The warnings that the baseline does not have.
 
     A warning in a .c file is new if it appears more often than in the
@@ -110,7 +120,7 @@ def new_warnings(warnings, base):
     header's warning is printed once per file that includes it, so a patch
     that adds an includer would otherwise be blamed for it.
     """
-    new = collections.Counter()
+    new: collections.Counter[str] = collections.Counter()
     for key, n in warnings.items():
         if key.split(":", 1)[0].endswith(".h"):
             if key not in base:
@@ -120,7 +130,13 @@ def new_warnings(warnings, base):
     return new
 
 
-def judge_warnings(warnings, base_path, stamp, incremental, listing):
+def judge_warnings(
+    warnings: collections.Counter[str],
+    base_path: str,
+    stamp: str | None,
+    incremental: bool,
+    listing: str,
+) -> tuple[str, str]:
     """Compare a build's warnings with the baseline: (status, detail)."""
     rel = os.path.relpath(base_path, common.TOP)
     base, base_stamp = read_baseline(base_path)
@@ -156,7 +172,9 @@ def judge_warnings(warnings, base_path, stamp, incremental, listing):
     )
 
 
-def write_baseline(name, goals, warnings, stamp):
+def write_baseline(
+    name: str, goals: list[str], warnings: Mapping[str, int], stamp: str
+) -> None:
     path = os.path.join(common.WARNINGS, name + ".txt")
     with open(path, "w") as f:
         f.write(
@@ -183,12 +201,15 @@ def write_baseline(name, goals, warnings, stamp):
     )
 
 
-def complete_log_of(out, name, commit, goals, stamp):
+def complete_log_of(
+    out: str, name: str, commit: str, goals: list[str], stamp: str
+) -> collections.Counter[str] | None:
     """Warnings of an earlier complete build of `commit`, if there is one."""
     path = os.path.join(out, "logs", "warnings-%s.txt" % name)
     if not os.path.exists(path):
         return None
-    meta, warnings = {}, collections.Counter()
+    meta: dict[str, str] = {}
+    warnings: collections.Counter[str] = collections.Counter()
     with open(path) as f:
         for line in f:
             line = line.rstrip("\n")
@@ -208,7 +229,7 @@ def complete_log_of(out, name, commit, goals, stamp):
     return warnings
 
 
-def do_baseline(args):
+def do_baseline(args: argparse.Namespace) -> bool:
     """Record the warnings of the prerequisite-only tree, per target.
 
     A complete build of exactly that tree made earlier (by `lk build` from

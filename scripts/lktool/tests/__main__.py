@@ -25,6 +25,7 @@ GROUPS = {
         "ci_goals_test",
         "stages_test",
         "qemu_stages_test",
+        "lint_test",
         "config_test",
         "warnings_test",
         "kselftest_test",

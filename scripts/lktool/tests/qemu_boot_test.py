@@ -173,7 +173,7 @@ def build_root():
 class RealBoot:
     """Boots one guest kernel; subclasses set GUEST."""
 
-    GUEST = None
+    GUEST: str | None = None
 
     @classmethod
     def setUpClass(cls):

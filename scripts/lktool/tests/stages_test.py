@@ -21,6 +21,7 @@ from .. import (
     checkpatch,
     cli,
     common,
+    lint,
     percheck,
     pipeline,
     selftest,
@@ -319,6 +320,8 @@ class SelftestOutput(unittest.TestCase):
         results = common.Results()
         with tempfile.TemporaryDirectory() as out, mock.patch.object(
             common, "run_watched", fake_run
+        ), mock.patch.object(
+            lint, "do_lint", lambda args, results: results.passed("lint: all")
         ):
             args = collections.namedtuple("Args", "out quick")(out, True)
             selftest.do_selftest(args, results, ["x86_64", "i386"])
@@ -338,9 +341,10 @@ class SelftestOutput(unittest.TestCase):
                 "selftest-qemu: qemu.test_a",
                 "selftest-fuzz: fuzz.test_a",
                 "selftest-bench: bench.test_a",
+                "lint: all",
             ],
         )
-        self.assertRegex(results.summary(), r"^4 passed, 0 failed")
+        self.assertRegex(results.summary(), r"^5 passed, 0 failed")
 
     def test_outcome_after_a_docstring_is_read(self):
         log = (
