@@ -12,18 +12,13 @@ from . import common
 
 V420_COMMIT = "8fe28cb58bcb235034b64cbbb7550a8a43fd88be"
 
-
 # Tree id of v4.20, and of v4.20 without the five amdgpu *_sh_mask.h headers
 # of 4 MiB and more that the snapshot-provisioned base lacks.
 V420_TREES = {
     "b1b7528a5a2c88998550d3f24d73a8032f20ea3b": "v4.20",
     "026517c5082cfdf6ba4117e1c8cba368ef63e740": "v4.20 without 5 amdgpu headers",
 }
-
-
 TARBALL_URL = "https://cdn.kernel.org/pub/linux/kernel/v4.x/linux-4.20.tar.xz"
-
-
 PROVISION_HELP = """\
 No v4.20 base tree was found and none could be downloaded.
 Provide one of:

@@ -101,30 +101,17 @@ from . import (
 
 
 BENCH_C = os.path.join(common.TOP, "scripts", "qemu", "bench.c")
-
-
 DEFAULT_GUESTS = ("x86_64", "i386")
-
 
 # the user-space ABIs bench.c is written for
 X86_ABIS = ("64", "32")
-
-
 DEFAULT_BATCHES = 11
-
-
 DEFAULT_CALLS = 200
-
-
 DEFAULT_REPEAT = 2
-
 
 # bench.c's limits (MAX_BATCHES, MAX_CALLS)
 MAX_BATCHES = 101
-
-
 MAX_CALLS = 1000000
-
 
 # A bench program's limit in the guest is in guest seconds, which are 10^9
 # guest instructions under -icount shift=0: twice a generous estimate of
@@ -132,29 +119,17 @@ MAX_CALLS = 1000000
 # next tick of at most TICK_INSNS and calls of at most CALL_INSNS), at
 # least MIN_TIMEOUT.  A run of the defaults takes under one.
 CASES = 25
-
-
 CALL_INSNS = 10000
-
-
 TICK_INSNS = 1100000
-
-
 MIN_TIMEOUT = 20
-
 
 # Guest instructions per second of wall clock, pessimistic (TCG in icount
 # mode on a busy host runs 1-3 * 10^8): the host's limit for a program.
 ICOUNT_RATE = 5e7
-
-
 ICOUNT = ("-icount", "shift=0,sleep=off", "-rtc", "base=2020-01-01T00:00:00,clock=vm")
-
 
 # What a guest's .conf gets overridden with: one CPU, no NUMA, no network.
 OVERRIDES = {"smp": "1", "qemu_args": "-nic none"}
-
-
 TOKEN = "1b2e4c7f00bec4e5"
 
 
@@ -480,13 +455,13 @@ def main(argv: list[str] | None = None) -> int:
         "--batches",
         type=positive(MAX_BATCHES),
         default=DEFAULT_BATCHES,
-        help="timed batches per case " "(default: %d)" % DEFAULT_BATCHES,
+        help="timed batches per case (default: %d)" % DEFAULT_BATCHES,
     )
     p.add_argument(
         "--calls",
         type=positive(MAX_CALLS),
         default=DEFAULT_CALLS,
-        help="calls per batch (default: " "%d)" % DEFAULT_CALLS,
+        help="calls per batch (default: %d)" % DEFAULT_CALLS,
     )
     p.add_argument(
         "--repeat",
@@ -507,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         "--chart",
         nargs=2,
         metavar=("CSV", "PNG"),
-        help="only draw the chart of a bench.csv (exit 1 " "without matplotlib)",
+        help="only draw the chart of a bench.csv (exit 1 without matplotlib)",
     )
     args = p.parse_args(argv)
     if args.chart:

@@ -12,14 +12,10 @@ from . import serial, userspace
 
 
 PROGRAM = "bench"
-
-
 TIME64_SUFFIX = "-time64"
-
 
 # What base is expected to say for the _time64 cases.
 BASE_TIME64_ERROR = "ENOSYS"
-
 
 # Errors of v4.20 that the series fixes, expected on the base kernel:
 # (guest, abi, case) -> (error, why).  Such a case is judged on tip alone.
@@ -33,15 +29,10 @@ BASE_BUGS = {
     )
 }
 
-
 # "bench <abi> <word> key=value ..."; the values have no spaces.
 LINE_RE = re.compile(r"^bench (\S+) (\S+)((?: [A-Za-z_]+=\S*)*)\s*$")
-
-
 CASE_FIELDS = ("median", "min", "max")
-
-
-Case = collections.namedtuple("Case", "name median min max n batches error " "fields")
+Case = collections.namedtuple("Case", "name median min max n batches error fields")
 
 
 class Run:
@@ -129,7 +120,7 @@ def ratio_of(base: float | None, tip: float | None) -> float | None:
 
 
 Row = collections.namedtuple(
-    "Row", "guest abi case base tip ratio status " "detail identical"
+    "Row", "guest abi case base tip ratio status detail identical"
 )
 
 
@@ -266,7 +257,7 @@ def run_problems(
             continue
         if not run.done:
             rows.append(
-                ("FAIL", name, "no 'bench done' line: the program " "stopped early")
+                ("FAIL", name, "no 'bench done' line: the program stopped early")
             )
         for n, line in run.malformed:
             rows.append(("FAIL", name, "malformed line %d: %r" % (n, line[:120])))

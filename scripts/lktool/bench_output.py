@@ -66,8 +66,6 @@ def table(rows: list[bench_judge.Row]) -> list[str]:
 # Debian's python3-matplotlib is for Debian's interpreter; a tool run by
 # another python3 (a pyenv one first on PATH, say) draws with this one.
 DEBIAN_PYTHON = "/usr/bin/python3"
-
-
 ChartRow = collections.namedtuple("ChartRow", "guest abi case ratio")
 
 
@@ -127,9 +125,7 @@ def chart(path: str, rows: Sequence[Any], csv_path: str | None = None) -> bool:
         ["%s/%s %s" % (r.guest, r.abi, r.case) for r in bars], rotation=90, fontsize=7
     )
     ax.set_ylabel("tip / base, instructions per call")
-    ax.set_title(
-        "System call cost with the series (QEMU -icount, " "median of batches)"
-    )
+    ax.set_title("System call cost with the series (QEMU -icount, median of batches)")
     if bars:
         lo = min(r.ratio for r in bars)
         hi = max(r.ratio for r in bars)

@@ -18,11 +18,7 @@ from . import common, series
 CheckpatchException = collections.namedtuple(
     "CheckpatchException", "patch type file text reason lineno"
 )
-
-
 Complaint = collections.namedtuple("Complaint", "level type message file quoted")
-
-
 CHECKPATCH_EXCEPTIONS_FORMAT = "PATCH | TYPE | FILE | LINE TEXT | reason"
 
 

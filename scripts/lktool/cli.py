@@ -74,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--out",
-        help="work directory (default: $LK_OUT or " "~/.cache/linux-v4.20-work)",
+        "--out", help="work directory (default: $LK_OUT or ~/.cache/linux-v4.20-work)"
     )
     p.add_argument(
         "--series-dir",
@@ -183,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     s = sub.add_parser(
         "cocci",
-        help="coccicheck before and after each " "upstream-bound patch (part of check)",
+        help="coccicheck before and after each upstream-bound patch (part of check)",
     )
     s.add_argument(
         "--record-baseline",
@@ -202,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--kunitconfig",
         action="append",
-        help="a .kunitconfig (repeatable; default " "kunit/all.kunitconfig)",
+        help="a .kunitconfig (repeatable; default kunit/all.kunitconfig)",
     )
     s.add_argument(
         "kunit_args", nargs="*", help="more kunit.py run options, after '--'"
@@ -227,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--seed",
         type=int,
-        help="run seed (default: random, " "printed; the same seed replays a run)",
+        help="run seed (default: random, printed; the same seed replays a run)",
     )
     s.add_argument(
         "--phase",

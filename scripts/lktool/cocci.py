@@ -23,8 +23,6 @@ from . import apply, common, series
 # 90 s for locks/double_lock.cocci on drivers/android/binder.c on an idle
 # core); a file it gives up on fails the check.
 COCCI_FILE_TIMEOUT = 900
-
-
 COCCI_REPORT_RE = re.compile(r"^(\S+?):(\d+):(?:\d+(?:-\d+)?:)?\s*(.*)$")
 
 
@@ -399,8 +397,7 @@ def do_cocci(
                 )
                 if not ok:
                     results.skipped(
-                        "cocci: " + rel,
-                        "spatch %s cannot run " "it: %s" % (version, err),
+                        "cocci: " + rel, "spatch %s cannot run it: %s" % (version, err)
                     )
                     continue
                 if gave_up:

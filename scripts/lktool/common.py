@@ -20,7 +20,6 @@ import time
 # The checkout: scripts/lktool/common.py is three levels below it.
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
 # Where each kind of data file lives in configs/ (docs/design.md, "Files").
 CONFIGS = os.path.join(TOP, "configs")
 FRAGMENTS = os.path.join(CONFIGS, "fragments")  # config fragments
@@ -29,7 +28,6 @@ MATRICES = os.path.join(CONFIGS, "matrix")  # lists of targets: ci, full, bisect
 WARNINGS = os.path.join(CONFIGS, "warnings")  # warning baselines, <target>.txt
 GUESTS = os.path.join(CONFIGS, "qemu")  # QEMU guests, abi/, selftests.txt
 KUNIT_TOOL = os.path.join(CONFIGS, "kunit-tool")  # what lk gives kunit.py
-
 
 # A build target as targetconf.load_target() returns it, a QEMU guest as
 # qemu_conf.load_guest() does, and a user-space ABI (qemu_conf.load_abi()).

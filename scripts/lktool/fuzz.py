@@ -56,24 +56,15 @@ from . import boot, common, fuzz_trinity, qemu, qemu_conf, serial, userspace, ve
 
 FUZZ_C = os.path.join(common.TOP, "scripts", "qemu", "fuzz.c")
 
-
 # The long runs boot these; CI runs a short fixed-seed run on x86_64 and
 # i386 (the kernels it builds anyway).
 DEFAULT_GUESTS = ("x86_64-debug", "i386-debug")
-
-
 CI_GUESTS = ("x86_64", "i386")
-
-
 CI_SEED = 20380119
-
-
 CI_MINUTES = 1
-
 
 # trinity's processes doing calls; few, so that a one-CPU TCG guest keeps up
 CHILDREN = 4
-
 
 # Socket families for trinity's socket cache.  As root, trinity 2023.01
 # dies while it builds the cache, of SIGBUS or of a segfault in its own
@@ -81,22 +72,14 @@ CHILDREN = 4
 # AF_INET (TCP and UDP: enough for recvmmsg); the user phases use every
 # family but the root-only ones.
 ROOT_DOMAIN = "INET"
-
-
 NO_DOMAINS = "PACKET,KEY,LLC"
-
 
 # seconds a phase gets in the guest beyond its fuzzing time: lk-fuzz's
 # set-up, trinity's start (its socket cache) and its stop (STOP_WAIT in
 # fuzz.c is 30), before /init kills the phase as timed out
 PHASE_SLACK = 90
-
-
 RAN_RE = re.compile(r"Ran (\d+) syscalls\. Successes: (\d+)\s+Failures: " r"(\d+)")
-
-
 CHURN_RE = re.compile(r"lk-fuzz: (\w+) churn ops=(\d+) errors=(\d+)")
-
 
 # What --phase accepts: root-time, ..., user-cpuset.
 PHASE_NAMES = [
@@ -177,8 +160,6 @@ def fuzz_initramfs(
 
 
 KNOWN_REPORTS = os.path.join(common.CONFIGS, "fuzz", "known-reports.txt")
-
-
 Known = collections.namedtuple("Known", "name kind match why")
 
 
@@ -452,9 +433,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--minutes",
         type=float,
-        help="fuzzing time per guest, " "shared by its phases (default: 30)",
+        help="fuzzing time per guest, shared by its phases (default: 30)",
     )
-    p.add_argument("--seed", type=int, help="run seed (default: random, " "printed)")
+    p.add_argument("--seed", type=int, help="run seed (default: random, printed)")
     p.add_argument(
         "--phase",
         action="append",
@@ -464,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tree", help="kernel tree (default: $LK_OUT/tree)")
     p.add_argument(
         "--build-root",
-        help="directory of the build " "directories (default: $LK_OUT/build)",
+        help="directory of the build directories (default: $LK_OUT/build)",
     )
     p.add_argument(
         "--echo", action="store_true", help="copy the serial console to stdout"

@@ -43,11 +43,7 @@ TIME_CALLS = (
     "get_robust_list",
     "socketcall",
 )
-
-
 TIME64_NUMBERS = range(403, 424)
-
-
 FILE_CALLS = (
     "open",
     "openat",
@@ -58,8 +54,6 @@ FILE_CALLS = (
     "getdents64",
     "lseek",
 )
-
-
 BINDERFS_CALLS = FILE_CALLS + (
     "ioctl",
     "mmap",
@@ -72,8 +66,6 @@ BINDERFS_CALLS = FILE_CALLS + (
     "unlinkat",
     "umount",
 )
-
-
 CPUSET_CALLS = FILE_CALLS + (
     "pwrite64",
     "mkdir",
@@ -85,10 +77,8 @@ CPUSET_CALLS = FILE_CALLS + (
     "migrate_pages",
 )
 
-
 # flags: lk-fuzz's options; args: trinity's options that choose the calls
 Phase = collections.namedtuple("Phase", "name flags args")
-
 
 # (name, lk-fuzz options, calls: ("only", names) or ("all-but", names kept))
 GROUPS = (
@@ -97,8 +87,6 @@ GROUPS = (
     ("binderfs", ("--binderfs",), ("only", BINDERFS_CALLS)),
     ("cpuset", ("--cpuset",), ("only", CPUSET_CALLS)),
 )
-
-
 APT_SOURCE = (
     "deb [arch=i386 signed-by=/usr/share/keyrings/"
     "debian-archive-keyring.gpg] http://deb.debian.org/debian "
@@ -298,6 +286,6 @@ def trinity_for(abi: str, cache: str) -> tuple[str, list[tuple[str, str]]]:
         binary = trinity_i386(cache)
     else:
         raise common.Failure(
-            "no trinity for the %s user-space ABI (x86 guests " "only)" % abi
+            "no trinity for the %s user-space ABI (x86 guests only)" % abi
         )
     return binary, runtime_files(binary, abi)

@@ -14,11 +14,7 @@ from . import common, targetconf
 
 
 OBJ_LIST_RE = re.compile(r"^\s*([\w-]+)-(y|\$\((CONFIG_\w+)\))\s*[:+]?=(.*)$")
-
-
 MAKE_COND_RE = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef|else|endif)\b")
-
-
 MAKE_TEST_RE = re.compile(
     r"^\s*(ifeq|ifneq)\s*\(\s*\$\((CONFIG_\w+)\)\s*,"
     r"\s*(y?)\s*\)\s*$|^\s*(ifdef|ifndef)\s+(CONFIG_\w+)"

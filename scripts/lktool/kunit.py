@@ -18,8 +18,6 @@ from . import apply, common, targetconf
 
 
 KUNIT_TARBALL = "/usr/src/linux-source-6.1.tar.xz"
-
-
 KUNIT_TOOL_DIR = "tools/testing/kunit"
 
 
@@ -304,7 +302,7 @@ def parse_kunit_log(
         if not results.has_failure("kunit %s:" % label):
             results.failed(
                 "kunit: " + label,
-                "kunit.py parse exited %d; " "see %s" % (r.returncode, ktap),
+                "kunit.py parse exited %d; see %s" % (r.returncode, ktap),
             )
         return False
     results.passed("kunit: " + label, "%d cases" % n)

@@ -209,7 +209,7 @@ def do_check(
     ]
     if not targets:
         raise common.Failure(
-            "no target to build at each patch (configs/matrix/" "bisect is empty)"
+            "no target to build at each patch (configs/matrix/bisect is empty)"
         )
     build_each_patch(args, results, tree, upstream, commits, targets, logdir)
 
@@ -325,11 +325,7 @@ def build_each_patch(
                     return
                 if not dirs:
                     rows.append(
-                        (
-                            "PASS",
-                            what,
-                            "nothing in this " "architecture's image changes",
-                        )
+                        ("PASS", what, "nothing in this architecture's image changes")
                     )
                     return
                 goals = kbuild.patch_goals(

@@ -327,30 +327,30 @@ def main(argv: list[str] | None = None) -> int:
             default=qemu_conf.SELFTESTS,
             help="selftest list (default: configs/qemu/selftests.txt)",
         )
-        s.add_argument("--scratch", help="scratch directory (default: " "$LK_OUT/qemu)")
-        s.add_argument("--logs", help="log directory (default: " "$LK_OUT/logs)")
+        s.add_argument("--scratch", help="scratch directory (default: $LK_OUT/qemu)")
+        s.add_argument("--logs", help="log directory (default: $LK_OUT/logs)")
         if guests:
             s.add_argument(
                 "--guest",
                 action="append",
-                help="guest of " "configs/qemu/ (repeatable; default: all)",
+                help="guest of configs/qemu/ (repeatable; default: all)",
             )
             s.add_argument(
                 "--set",
                 action="append",
                 default=[],
                 metavar="KEY=VALUE",
-                help="override a key of the " "guests' .conf (e.g. smp=2; repeatable)",
+                help="override a key of the guests' .conf (e.g. smp=2; repeatable)",
             )
 
     def kernels(s):
         s.add_argument(
             "--build-root",
-            help="directory of the build " "directories (default: $LK_OUT/build)",
+            help="directory of the build directories (default: $LK_OUT/build)",
         )
         s.add_argument(
             "--build-dir",
-            help="the build directory of the one " "--guest given (e.g. a KASAN build)",
+            help="the build directory of the one --guest given (e.g. a KASAN build)",
         )
         s.add_argument(
             "--timeout",
@@ -369,12 +369,12 @@ def main(argv: list[str] | None = None) -> int:
         "--abi",
         action="append",
         choices=qemu_conf.abi_names(),
-        help="user-space ABI of configs/qemu/abi/ (repeatable; " "default: all)",
+        help="user-space ABI of configs/qemu/abi/ (repeatable; default: all)",
     )
     s = sub.add_parser("initramfs", help="pack an initramfs for a guest")
     common_options(s)
     s.add_argument(
-        "-o", "--output", help="default: " "$LK_OUT/qemu/<guest>/initramfs.cpio.gz"
+        "-o", "--output", help="default: $LK_OUT/qemu/<guest>/initramfs.cpio.gz"
     )
     s = sub.add_parser("boot", help="boot a guest with its initramfs")
     common_options(s)

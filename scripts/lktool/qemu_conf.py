@@ -12,17 +12,9 @@ from . import common
 
 
 QEMU_CONF_DIR = common.GUESTS
-
-
 ABI_CONF_DIR = os.path.join(QEMU_CONF_DIR, "abi")
-
-
 SELFTESTS = os.path.join(common.GUESTS, "selftests.txt")
-
-
 DEFAULT_TEST_TIMEOUT = 60
-
-
 GUEST_KEYS = ("target", "kernel", "qemu", "abis", "init_abi")
 
 
@@ -140,7 +132,7 @@ def parse_selftests(text: str, origin: str = "selftests.txt") -> list[TestSpec]:
                     timeout = 0
                 if timeout <= 0:
                     raise common.Failure(
-                        "%s: timeout must be a positive number of " "seconds" % where
+                        "%s: timeout must be a positive number of seconds" % where
                     )
             elif w.startswith("name="):
                 name = w[len("name=") :]

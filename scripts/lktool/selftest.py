@@ -64,14 +64,9 @@ def do_selftest(
 # "test_x (m.Class) ... ok"), or "setUpClass (m.Class) ... skipped".
 UNITTEST_HEAD_RE = re.compile(r"^(\w+) \(([\w.]+)\)(?: \.\.\. (.*))?$")
 
-
 # A test with a docstring: unittest -v prints its first line, then " ... ".
 UNITTEST_DOC_RE = re.compile(r"^.* \.\.\. (.*)$")
-
-
 UNITTEST_DONE_RE = re.compile(r"(\.\.\. |^)(\[[^]\n]*\] )*" r"(ok|FAIL|ERROR|skipped)")
-
-
 UNITTEST_OUTCOME_RE = re.compile(
     r"^(?:\[[^]\n]*\] )*" r"(ok|FAIL|ERROR|skipped.*|expected failure)$"
 )

@@ -394,7 +394,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         if bad:
             results.failed(
                 "send: checkpatch %s" % sec,
-                "%d complaint(s), " "first: %s" % (len(bad), bad[0]),
+                "%d complaint(s), first: %s" % (len(bad), bad[0]),
             )
         else:
             results.passed("send: checkpatch %s" % sec, "%d mails" % len(mine))

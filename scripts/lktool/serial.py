@@ -15,7 +15,6 @@ from . import common
 # serial line: user-space output may precede it.
 KLINE_RE = re.compile(r"\[\s*\d+\.\d{6}\] (.*)$")
 
-
 # Kernel reports that fail a run: (kind, regex on the message).
 ISSUE_PATTERNS = [
     ("KASAN", re.compile(r"BUG: KASAN: ")),
@@ -45,10 +44,8 @@ ISSUE_PATTERNS = [
     ("WARNING", re.compile(r"^WARNING: ")),
 ]
 
-
 # A WARNING counts when a call trace follows within this many lines.
 WARN_TRACE_LINES = 60
-
 
 # The first line of a call trace: x86 "Call Trace:", arm64 "Call trace:",
 # arm's unwinder "[<c010f4a4>] (unwind_backtrace) from [<c010bb7c>] ..."
@@ -57,22 +54,13 @@ WARN_TRACE_RE = re.compile(
     r"Call [Tt]race:|^Backtrace:|" r"^\[<[0-9a-f]{8}>\] \(.*\) from \[<"
 )
 
-
 # An Oops line this close to a BUG/KASAN line is the same report.
 SAME_REPORT_LINES = 6
-
-
 TAP_RE = re.compile(
     r"^(not ok|ok)(?=\s|$)\s*(\d+)?\s*(?:- )?([^#]*?)\s*" r"(?:#\s*(\w+)\b\s*(.*))?$"
 )
-
-
 Issue = collections.namedtuple("Issue", "kind text line during")
-
-
-TapResult = collections.namedtuple(
-    "TapResult", "ok number description " "directive line"
-)
+TapResult = collections.namedtuple("TapResult", "ok number description directive line")
 
 
 class TestRun:

@@ -14,17 +14,12 @@ from . import common
 
 # From: and Signed-off-by: of every patch in the project (see README.md).
 PROJECT_IDENT = "y2038 Series Team <y2038-series@example.org>"
-
-
 PatchEntry = collections.namedtuple("PatchEntry", "path section upstream line")
-
 
 # An upstream-bound section is a topic (patches/TOPIC/, mailed as one
 # thread) or a topic's KUnit follow-up (patches/TOPIC/kunit/, mailed after
 # it, marked RFC, as it needs the KUnit core that v4.20 lacks).
 TOPIC_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-
-
 FOLLOWUP = "kunit"
 
 
@@ -120,7 +115,7 @@ def cover_problems(section: str, path: str) -> list[str]:
         )
     if len([l for l in body.splitlines() if l.strip()]) < 3:
         probs.append(
-            "patches/%s/cover-letter: the text does not explain " "the topic" % section
+            "patches/%s/cover-letter: the text does not explain the topic" % section
         )
     return probs
 
@@ -313,9 +308,7 @@ def check_series(series_dir: str) -> list[str]:
             l for l in msg.splitlines() if l.strip() and not re.match(r"^[\w-]+: ", l)
         ]
         if len(text_lines) < 3:
-            problems.append(
-                "%s: the commit message does not explain the " "change" % name
-            )
+            problems.append("%s: the commit message does not explain the change" % name)
     return problems
 
 

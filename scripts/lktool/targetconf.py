@@ -134,8 +134,6 @@ def baseline_stamp(series_dir: str, t: common.Target) -> str:
 # kbuild's configuration targets that read KCONFIG_ALLCONFIG: a target
 # naming one as its defconfig gets its fragments through it (configure()).
 ALLCONFIG_TARGETS = ("allnoconfig", "allyesconfig", "allmodconfig", "alldefconfig")
-
-
 CONFIG_LINE_RE = re.compile(r"^(?:CONFIG_(\w+)=|# CONFIG_(\w+) is not set)")
 
 

@@ -143,7 +143,7 @@ def do_topics(
         if tid is None:
             results.failed(
                 "topic %s" % t,
-                "patches/%s/ does not apply to " "plain v4.20%s with git am" % (t, on),
+                "patches/%s/ does not apply to plain v4.20%s with git am" % (t, on),
             )
         else:
             results.passed(
@@ -171,5 +171,5 @@ def do_topics(
         )
     else:
         results.passed(
-            "topics in any order", "%s, in series order and in " "reverse" % fwd[:12]
+            "topics in any order", "%s, in series order and in reverse" % fwd[:12]
         )

@@ -21,10 +21,8 @@ from . import common, qemu_conf
 
 INIT_C = os.path.join(common.TOP, "scripts", "qemu", "init.c")
 
-
 # Exit status of a kselftest that skipped (KSFT_SKIP).
 KSFT_SKIP = 4
-
 
 # Inputs of 'make headers_install' besides the per-ABI headers_inputs.
 HEADERS_COMMON_INPUTS = (

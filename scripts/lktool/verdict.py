@@ -39,7 +39,7 @@ def judge(r: serial.Report, prefix: str = "qemu") -> list[tuple[str, str, str]]:
         st = r.host.get("status", "?")
         if r.qemu_stderr:
             return "qemu exited with status %s: %s" % (st, r.qemu_stderr[-1])
-        return "crashed: qemu exited (status %s) without init's done " "marker" % st
+        return "crashed: qemu exited (status %s) without init's done marker" % st
 
     if r.start is None:
         why = stop_reason()
@@ -49,7 +49,7 @@ def judge(r: serial.Report, prefix: str = "qemu") -> list[tuple[str, str, str]]:
             (
                 "FAIL",
                 "%s: boot" % g,
-                "the kernel did not start " "/init: %s; %s" % (why, where(1)),
+                "the kernel did not start /init: %s; %s" % (why, where(1)),
             )
         )
         for name in r.expected:
@@ -102,7 +102,7 @@ def judge(r: serial.Report, prefix: str = "qemu") -> list[tuple[str, str, str]]:
                     (
                         "FAIL",
                         result_name(g, name),
-                        "ran but was not " "expected; %s" % where(r.tests[name].line),
+                        "ran but was not expected; %s" % where(r.tests[name].line),
                     )
                 )
 
@@ -165,7 +165,7 @@ def judge(r: serial.Report, prefix: str = "qemu") -> list[tuple[str, str, str]]:
             )
         else:
             rows.append(
-                ("PASS", "%s: kmemleak" % g, "no new leak after " "the tests%s" % note)
+                ("PASS", "%s: kmemleak" % g, "no new leak after the tests%s" % note)
             )
 
     if r.start is not None:

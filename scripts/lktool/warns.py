@@ -19,13 +19,9 @@ WARN_RE = re.compile(
     r"^(?P<file>[^\s:]+?|\{standard input\}):(?:\d+:)?(?:\d+:)?\s*"
     r"(?P<kind>warning|Warning|WARNING):\s*(?P<msg>.*)$"
 )
-
-
 SPARSE_ERROR_RE = re.compile(
     r"^(?P<file>[^\s:]+?):\d+:\d+:\s*(?P<kind>error):\s*(?P<msg>.*)$"
 )
-
-
 ERROR_RE = re.compile(
     r"(: (fatal )?error:|: Error:|^make(\[\d+\])?: \*\*\*|"
     r"undefined reference|multiple definition|"
@@ -141,10 +137,7 @@ def judge_warnings(
     rel = os.path.relpath(base_path, common.TOP)
     base, base_stamp = read_baseline(base_path)
     if base is None:
-        return (
-            "FAIL",
-            "no baseline %s; run 'scripts/lk baseline' and " "commit it" % rel,
-        )
+        return ("FAIL", "no baseline %s; run 'scripts/lk baseline' and commit it" % rel)
     if stamp and base_stamp != stamp:
         return (
             "FAIL",

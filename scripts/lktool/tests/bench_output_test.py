@@ -303,7 +303,7 @@ class Program(unittest.TestCase):
                 if not shutil.which(abi["cc"]):
                     cls.builds[abi_name, label] = (
                         None,
-                        "%s is not " "installed" % abi["cc"],
+                        "%s is not installed" % abi["cc"],
                     )
                     continue
                 r = subprocess.run(

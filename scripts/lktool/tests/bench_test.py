@@ -9,14 +9,9 @@ from .. import bench_judge, serial
 
 TOKEN = "a1b2c3d4e5f60718"
 
-
 # init.c's manifest limits: words after the name, and its line buffer
 INIT_MAX_ARGS = 32
-
-
 INIT_LINE = 1024
-
-
 CASES_64 = [
     "empty",
     "getppid",
@@ -34,8 +29,6 @@ CASES_64 = [
     "recvmmsg",
     "set_robust_list",
 ]
-
-
 TWINS = [
     "ppoll",
     "ppoll-sigmask",
@@ -48,11 +41,7 @@ TWINS = [
     "futex-wait-mismatch",
     "recvmmsg",
 ]
-
-
 CASES_32 = CASES_64 + [c + "-time64" for c in TWINS]
-
-
 INCLUDES = {"rt_sigtimedwait": "tgkill", "recvmmsg": "sendto"}
 
 
@@ -144,7 +133,7 @@ class Parse(unittest.TestCase):
         text = output("32", {"empty": 16.2, "ppoll": 740.0}, {"ppoll-time64": "ENOSYS"})
         text = text.replace(
             "bench 32 ppoll median",
-            "[    1.200000] random: crng init done\n" "bench 32 ppoll median",
+            "[    1.200000] random: crng init done\nbench 32 ppoll median",
         )
         run = bench_judge.parse_bench(numbered(text))
         self.assertEqual(run.abi, "32")
@@ -178,7 +167,7 @@ class Parse(unittest.TestCase):
                 "bench 64 ppoll median=abc min=1 max=1 n=1 batches=1",
                 "bench 64 pselect6",
                 "bench 64 epoll_pwait median=1.00 min=1.00 max=1.00 n=1",
-                "bench 32 futex-wake median=1.00 min=1.00 max=1.00 n=1 " "batches=1",
+                "bench 32 futex-wake median=1.00 min=1.00 max=1.00 n=1 batches=1",
                 "bench 64 getppid median=1.00 min=1.00 max=1.00 n=1 batches=1",
                 "bench 64 odd line with spaces",
                 "bench done",

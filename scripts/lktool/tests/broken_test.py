@@ -11,7 +11,7 @@ import unittest
 
 from .. import basetree, common
 from .series_test import COVER
-from .support import IDENT, LK, QUICK, TOP, have_base, write
+from .support import IDENT, LK, QUICK, TOP, have_base, repo_git, write
 
 
 @unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
@@ -39,23 +39,9 @@ class BrokenPatches(unittest.TestCase):
 
     @classmethod
     def git(cls, *args, **kw):
-        """git in the scratch clone, as the project, without user config."""
-        return subprocess.run(
-            [
-                "git",
-                "-C",
-                cls.scratch,
-                "-c",
-                "user.name=y2038 Series Team",
-                "-c",
-                "user.email=y2038-series@example.org",
-            ]
-            + list(args),
-            env=common.clean_env(),
-            check=True,
-            universal_newlines=True,
-            **kw
-        )
+        """git in the scratch clone, as the project, without user config;
+        its output."""
+        return repo_git(cls.scratch, *args, **kw)
 
     @classmethod
     def tearDownClass(cls):
@@ -74,7 +60,7 @@ class BrokenPatches(unittest.TestCase):
             "Nothing else.\n\nSigned-off-by: %s\n" % (subject, IDENT)
         )
         self.git("commit", "-q", "-a", "-F", "-", input=msg)
-        return self.git("format-patch", "--stdout", "-1", stdout=subprocess.PIPE).stdout
+        return self.git("format-patch", "--stdout", "-1")
 
     def series_with(self, name, text):
         """The project's prerequisite stack plus one upstream-bound patch.
@@ -295,7 +281,7 @@ class BrokenPatches(unittest.TestCase):
             "lib/bcd.c",
             lambda t: t.replace(
                 "EXPORT_SYMBOL(_bcd2bin);",
-                "EXPORT_SYMBOL(_bcd2bin);\n" "/* followed up */",
+                "EXPORT_SYMBOL(_bcd2bin);\n/* followed up */",
             ),
             "lib: a follow-up to send",
             start="t",

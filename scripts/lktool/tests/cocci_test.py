@@ -91,7 +91,7 @@ class CocciCheck(unittest.TestCase):
             os.path.join(self.repo, "drv/a.c"),
             "void f(int *p)\n{\n\tif (p != NULL)\n\t\tkfree(p);\n}\n",
         )
-        write(os.path.join(self.repo, "drv/b.c"), "int g(void)\n{\n" "\treturn 0;\n}\n")
+        write(os.path.join(self.repo, "drv/b.c"), "int g(void)\n{\n\treturn 0;\n}\n")
         self.git("init", "-q")
         self.git("add", ".")
         self.git("commit", "-q", "-m", "base")
@@ -99,7 +99,7 @@ class CocciCheck(unittest.TestCase):
         self.git("checkout", "-q", "-b", "series")
         self.commit("drv/a.c", "void e(void)\n{\n}\n\n", prepend=True)
         self.commit(
-            "drv/b.c", "void h(int *q)\n{\n\tif (q != NULL)\n" "\t\tkfree(q);\n}\n"
+            "drv/b.c", "void h(int *q)\n{\n\tif (q != NULL)\n\t\tkfree(q);\n}\n"
         )
         self.commit("README", "text\n")
         self.entries = [

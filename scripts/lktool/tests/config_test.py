@@ -293,7 +293,7 @@ class KconfigOnlyPrerequisites(unittest.TestCase):
 
     def test_options_without_default_are_returned(self):
         p = self.patch(
-            ("arch/Kconfig", "+config ARCH_HAS_64BIT_TIME\n" "+\tbool\n"),
+            ("arch/Kconfig", "+config ARCH_HAS_64BIT_TIME\n+\tbool\n"),
             (
                 "arch/x86/Kconfig.debug",
                 "+config X86_T\n+\tbool " '"t"\n+\tselect ARCH_HAS_64BIT_TIME\n',

@@ -97,17 +97,15 @@ echo "[main] Enabled 13/14 fd providers. initialized:13."
 trap 'echo "[main] Ran 42 syscalls. Successes: 1  Failures: 41"; exit ${FAKE_EXIT:-0}' INT
 while :; do sleep 0.1; done
 """
-
-
 ROOT = unittest.skipUnless(
-    os.geteuid() == 0, "not root: lk-fuzz needs " "unshare(CLONE_NEWNS)"
+    os.geteuid() == 0, "not root: lk-fuzz needs unshare(CLONE_NEWNS)"
 )
 
 
 @unittest.skipIf(QUICK, "--quick: no compiler")
 @unittest.skipUnless(
     os.path.isfile("/usr/include/linux/android/binderfs.h"),
-    "no linux/android/binderfs.h in /usr/include " "(linux-libc-dev)",
+    "no linux/android/binderfs.h in /usr/include (linux-libc-dev)",
 )
 class Driver(unittest.TestCase):
     @classmethod

@@ -9,18 +9,14 @@ import tempfile
 import unittest
 
 from .. import common, fuzz, fuzz_trinity, serial, userspace
+from .qemu_support import row
 
 
 TOKEN = "00112233445566778899aabb"
 
-
 # init.c: MAX_ARGS words after the name, and its line buffer
 INIT_MAX_ARGS = 32
-
-
 INIT_LINE = 1024
-
-
 LISTING = """\
 Trinity 2023.01  Dave Jones <davej@codemonkey.org.uk>
 [main] Done parsing arguments.
@@ -41,8 +37,6 @@ entrypoint 169 reboot : [64-bit] Enabled
 entrypoint 271 ppoll : [64-bit] Enabled AVOID
 entrypoint 333 io_pgetevents, : [64-bit] Enabled
 """
-
-
 TABLE32 = {
     88: "reboot",
     240: "futex",
@@ -55,11 +49,7 @@ TABLE32 = {
     423: "sched_rr_get_interval",
     424: "pidfd_send_signal",
 }
-
-
 TABLE64 = {158: "arch_prctl", 169: "reboot", 271: "ppoll", 333: "io_pgetevents,"}
-
-
 ORDER = [
     "%s-%s" % (m, g)
     for m in ("root", "user")
@@ -111,15 +101,6 @@ def serial_log(runs, token=TOKEN):
         "done=200" % token,
     ]
     return "\n".join(out) + "\n"
-
-
-def row(rows, name):
-    found = [r for r in rows if r[1] == name]
-    if len(found) != 1:
-        raise AssertionError(
-            "%d rows named %r in:\n%s" % (len(found), name, "\n".join(map(str, rows)))
-        )
-    return found[0]
 
 
 def read_cpio(data):
@@ -341,7 +322,7 @@ class Judge(unittest.TestCase):
 
     def test_no_call(self):
         st, detail = self.one(
-            "user-cpuset", "[main] Ran 0 syscalls. " "Successes: 0  Failures: 0\n"
+            "user-cpuset", "[main] Ran 0 syscalls. Successes: 0  Failures: 0\n"
         )
         self.assertEqual(st, "FAIL")
         self.assertIn("made no call", detail)
@@ -399,7 +380,7 @@ class Judge(unittest.TestCase):
         for text in (
             self.HUGETLB.replace("409:28", "410:5"),
             self.HUGETLB.replace(
-                "UBSAN: Undefined behaviour in", "BUG: KASAN: slab-out-of-bounds " "in"
+                "UBSAN: Undefined behaviour in", "BUG: KASAN: slab-out-of-bounds in"
             ),
         ):
             with self.subTest(text=text.split("\n")[0]):

@@ -14,7 +14,6 @@ from .support import QUICK, applied_selftests, read
 
 CROSS_CC = ("aarch64-linux-gnu-gcc", "arm-linux-gnueabihf-gcc")
 
-
 # the user-space ABI (configs/qemu/abi/) of each cross compiler
 CROSS_ABI = {"aarch64-linux-gnu-gcc": "arm64", "arm-linux-gnueabihf-gcc": "arm"}
 

@@ -21,8 +21,6 @@ from .support import QUICK
 # The word size of each user-space ABI: the "pass" program checks that it
 # was built for the ABI it is listed under.
 WORD_BITS = {"64": 64, "32": 32, "arm64": 64, "arm": 32}
-
-
 PROGRAMS = {
     # name: (source, ABIs, timeout); the ABIs of the guest booted: "every"
     # one, its "native" one (init_abi) or its "32-bit" one (every guest
@@ -159,8 +157,6 @@ PROGRAMS = {
         0,
     ),
 }
-
-
 CANNED_RUN = ("pass", "fail", "skip", "tap", "hang", "forge", "after")
 
 

@@ -51,7 +51,7 @@ class HeaderExport(unittest.TestCase):
                 c = userspace.export_headers(tree, arm, scratch, log)
                 # A changed input makes the shared export stale.
                 with open(
-                    os.path.join(tree, "arch/x86/include/uapi/asm/" "unistd.h"), "a"
+                    os.path.join(tree, "arch/x86/include/uapi/asm/unistd.h"), "a"
                 ) as f:
                     f.write("changed")
                 e = userspace.export_headers(tree, i386, scratch, log)

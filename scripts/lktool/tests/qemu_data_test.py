@@ -56,7 +56,7 @@ class DataFiles(unittest.TestCase):
             qemu_conf.load_abi("arm")["headers_inputs"],
             ["arch/arm/include/uapi", "arch/arm/tools"],
         )
-        with self.assertRaisesRegex(common.Failure, "ABIs: 32 64 arm " "arm64"):
+        with self.assertRaisesRegex(common.Failure, "ABIs: 32 64 arm arm64"):
             qemu_conf.load_abi("armel")
 
     def test_abi_header_inputs_are_in_the_tree(self):
@@ -191,7 +191,6 @@ GUEST_SPECS = """\
 /src/x86.c  64,32
 """
 
-
 # pac_test's report lines in the serial log: CR LF line ends, and a kernel
 # record that cuts into one of them.
 PAC_OUTPUT = (
@@ -274,7 +273,7 @@ class GuestKeys(unittest.TestCase):
             self.assertEqual(rc, 2, cmd)
             self.assertIn("lk_qemu %s: " % cmd, err.getvalue())
             self.assertIn(
-                "arm64.conf: tests: no selftest nosuch for ABI " "arm64 or arm",
+                "arm64.conf: tests: no selftest nosuch for ABI arm64 or arm",
                 err.getvalue(),
             )
 

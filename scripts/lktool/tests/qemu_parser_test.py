@@ -99,7 +99,7 @@ class Parser(unittest.TestCase):
             canned(
                 text,
                 tests=("64/a", "64/b"),
-                end="status=0 killed=no elapsed=4 start=1 " "done=-",
+                end="status=0 killed=no elapsed=4 start=1 done=-",
             )
         )
         st, _, detail = row(rows, "qemu x86_64/64: a")
@@ -117,9 +117,7 @@ class Parser(unittest.TestCase):
         text = BOOT + "lk-qemu TOK begin 64/t\n"
         rows = judge(
             canned(
-                text,
-                end="status=-9 killed=limit elapsed=20 " "start=1 done=-",
-                limit=20,
+                text, end="status=-9 killed=limit elapsed=20 start=1 done=-", limit=20
             )
         )
         self.assertIn(
@@ -134,7 +132,7 @@ class Parser(unittest.TestCase):
             canned(
                 text,
                 tests=("64/a", "32/a"),
-                end="status=-9 killed=limit elapsed=9 start=- " "done=-",
+                end="status=-9 killed=limit elapsed=9 start=- done=-",
                 limit=9,
             )
         )
@@ -149,7 +147,7 @@ class Parser(unittest.TestCase):
         rows = judge(
             canned(
                 one_test("64/t", "", "exit=0"),
-                end="status=-9 killed=poweroff elapsed=40 " "start=1 done=2",
+                end="status=-9 killed=poweroff elapsed=40 start=1 done=2",
             )
         )
         st, _, detail = row(rows, "qemu x86_64: shutdown")
@@ -157,16 +155,14 @@ class Parser(unittest.TestCase):
         self.assertIn("did not power off", detail)
 
     def test_qemu_error(self):
-        text = canned(
-            "", end="status=1 killed=no elapsed=0.1 start=- " "done=-"
-        ).replace(
+        text = canned("", end="status=1 killed=no elapsed=0.1 start=- done=-").replace(
             "# lk-qemu-host %s end" % TOKEN,
             "# lk-qemu-host %s qemu-stderr=qemu: could not load kernel\n"
             "# lk-qemu-host %s end" % (TOKEN, TOKEN),
         )
         rows = judge(text)
         self.assertIn(
-            "qemu exited with status 1: qemu: could not load " "kernel",
+            "qemu exited with status 1: qemu: could not load kernel",
             row(rows, "qemu x86_64: boot")[2],
         )
 
@@ -183,7 +179,7 @@ class Parser(unittest.TestCase):
         st, _, detail = row(rows, "qemu x86_64: kernel log")
         self.assertEqual(st, "FAIL")
         self.assertIn(
-            "KASAN during 64/t: BUG: KASAN: slab-out-of-bounds in " "compat_get_timex",
+            "KASAN during 64/t: BUG: KASAN: slab-out-of-bounds in compat_get_timex",
             detail,
         )
         self.assertIn("qemu-x86_64.log:11", detail)
@@ -316,7 +312,7 @@ class Parser(unittest.TestCase):
         details = [r[2] for r in rows if r[1] == "qemu x86_64: kernel log"]
         self.assertEqual(len(details), 2, details)
         self.assertIn(
-            "fault.c:1369 (and 2 more like it, the last during " "64/t)", details[0]
+            "fault.c:1369 (and 2 more like it, the last during 64/t)", details[0]
         )
         self.assertNotIn("more like it", details[1])
 
@@ -406,7 +402,7 @@ class Parser(unittest.TestCase):
             canned(
                 text,
                 tests=(),
-                end="status=-9 killed=limit " "elapsed=9 start=1 done=-",
+                end="status=-9 killed=limit elapsed=9 start=1 done=-",
                 limit=9,
             )
         )
@@ -433,7 +429,7 @@ class Parser(unittest.TestCase):
             canned(
                 text,
                 tests=("64/a", "64/b"),
-                end="status=-9 killed=limit elapsed=30 start=1 " "done=-",
+                end="status=-9 killed=limit elapsed=30 start=1 done=-",
                 limit=30,
             )
         )
@@ -478,7 +474,7 @@ class Parser(unittest.TestCase):
                     "a[ 1.000000] k",
                     "",
                     "[ 2.000000] k2 [ 3.000000] x",
-                    "b[ 4.0" "00000] k3",
+                    "b[ 4.000000] k3",
                     "[ 5.000000] k4",
                     "c",
                     "tail[ 6.000000] k5",

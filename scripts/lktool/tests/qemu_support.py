@@ -7,8 +7,6 @@ from .. import serial, verdict
 
 
 TOKEN = "0123456789abcdef"
-
-
 OTHER = "fedcba9876543210"
 
 
@@ -16,7 +14,7 @@ def canned(
     body,
     tests=("64/t",),
     token=TOKEN,
-    end="status=0 killed=no " "elapsed=3.00 start=1.00 done=2.50",
+    end="status=0 killed=no elapsed=3.00 start=1.00 done=2.50",
     limit=300,
     guest="x86_64",
 ):

@@ -78,7 +78,7 @@ class SeriesParsing(unittest.TestCase):
 
     def test_prerequisite_after_upstream_is_refused(self):
         with self.assertRaisesRegex(
-            common.Failure, "prerequisite stack must " "come first"
+            common.Failure, "prerequisite stack must come first"
         ):
             series.parse_series(
                 "# section: a (upstream)\na/a.patch\n"
@@ -96,7 +96,7 @@ class SeriesParsing(unittest.TestCase):
     def test_slug_follows_subject(self):
         self.assertEqual(
             series.slug(
-                "[PATCH 1/2] objtool: accept objects that" " have no symbol table"
+                "[PATCH 1/2] objtool: accept objects that have no symbol table"
             ),
             "objtool-accept-objects-that-have-no-symbol-table",
         )
@@ -132,7 +132,7 @@ class SeriesCheck(unittest.TestCase):
                 {
                     "prereq/0001-foo-fix-bar.patch": mail(
                         "foo: fix bar",
-                        body="Not for upstream: tests need it.\n" "Two.\nThree.\n",
+                        body="Not for upstream: tests need it.\nTwo.\nThree.\n",
                     ),
                     "t/0001-foo-fix-baz.patch": mail("foo: fix baz"),
                     "t/0002-foo-fix-qux.patch": mail("foo: fix qux"),
@@ -205,7 +205,7 @@ class SeriesCheck(unittest.TestCase):
 
     def test_prerequisite_must_say_not_for_upstream(self):
         p = self.make(
-            "# section: p (prerequisite)\n" "prereq/0001-foo-fix-bar.patch\n",
+            "# section: p (prerequisite)\nprereq/0001-foo-fix-bar.patch\n",
             {
                 "prereq/0001-foo-fix-bar.patch": mail(
                     "foo: fix bar", body="One.\nTwo.\nThree.\n"
@@ -324,7 +324,7 @@ class Topics(unittest.TestCase):
             "-q",
             "-a",
             "-m",
-            subject + "\n\nOne.\nTwo.\n" "Three.\n\nSigned-off-by: " + IDENT,
+            subject + "\n\nOne.\nTwo.\nThree.\n\nSigned-off-by: " + IDENT,
         )
         return self.git("rev-parse", "HEAD").strip(), self.git(
             "format-patch", "--stdout", "-1"

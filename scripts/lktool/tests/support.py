@@ -13,8 +13,6 @@ LK = os.path.join(HERE, "lk")
 # --quick (the runner sets LK_TEST_QUICK): only the tests that need no
 # base tree, compiler or QEMU boot; the others are skipped, and say so.
 QUICK = os.environ.get("LK_TEST_QUICK") == "1"
-
-
 IDENT = series.PROJECT_IDENT
 
 

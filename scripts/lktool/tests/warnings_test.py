@@ -31,14 +31,12 @@ class Warnings(unittest.TestCase):
 
     def test_keys_drop_line_numbers_and_roots(self):
         w = warns.parse_warnings(self.LOG, roots=("/build", "/src"))
-        self.assertEqual(
-            w["kernel/fork.c: unused variable 'x' " "[-Wunused-variable]"], 2
-        )
+        self.assertEqual(w["kernel/fork.c: unused variable 'x' [-Wunused-variable]"], 2)
         self.assertIn("include/linux/a.h: 'y' defined but not used", w)
         self.assertIn(
-            "arch/x86/entry/thunk_64.o: objtool: missing symbol for " "section .text", w
+            "arch/x86/entry/thunk_64.o: objtool: missing symbol for section .text", w
         )
-        self.assertIn("arch/x86/entry/entry_64.S: no instruction mnemonic " "suffix", w)
+        self.assertIn("arch/x86/entry/entry_64.S: no instruction mnemonic suffix", w)
         self.assertIn("modpost: modpost: Found 2 section mismatch(es).", w)
         self.assertEqual(sum(w.values()), 6)
 
@@ -86,12 +84,12 @@ class Warnings(unittest.TestCase):
         )
         self.assertEqual(rel, absolute)
         self.assertEqual(
-            list(rel), ["lib/bcd.c: unused variable 'x' " "[-Wunused-variable]"]
+            list(rel), ["lib/bcd.c: unused variable 'x' [-Wunused-variable]"]
         )
 
     def test_build_directory_is_stripped(self):
         w = warns.parse_warnings(
-            "/build/x86/include/generated/a.h:3: warning: " "foo\n",
+            "/build/x86/include/generated/a.h:3: warning: foo\n",
             roots=("/build/x86", "/src"),
         )
         self.assertEqual(list(w), ["include/generated/a.h: foo"])
@@ -254,7 +252,7 @@ class Judge(unittest.TestCase):
 
     def setUp(self):
         f = tempfile.NamedTemporaryFile("w", delete=False)
-        f.write("# prerequisite stack: abc\n1 kernel/a.c: unused variable " "'x'\n")
+        f.write("# prerequisite stack: abc\n1 kernel/a.c: unused variable 'x'\n")
         f.close()
         self.base = f.name
         self.addCleanup(os.unlink, f.name)
@@ -305,14 +303,14 @@ class BaseTree(unittest.TestCase):
     def test_makefile_version(self):
         write(
             os.path.join(self.dir, "Makefile"),
-            "# SPDX\nVERSION = 4\n" "PATCHLEVEL = 20\nSUBLEVEL = 0\nEXTRAVERSION =\n",
+            "# SPDX\nVERSION = 4\nPATCHLEVEL = 20\nSUBLEVEL = 0\nEXTRAVERSION =\n",
         )
         self.assertEqual(basetree.makefile_version(self.dir), "4.20.0")
 
     def test_plain_tree_of_another_version_is_refused(self):
         write(
             os.path.join(self.dir, "Makefile"),
-            "VERSION = 4\n" "PATCHLEVEL = 19\nSUBLEVEL = 0\nEXTRAVERSION =\n",
+            "VERSION = 4\nPATCHLEVEL = 19\nSUBLEVEL = 0\nEXTRAVERSION =\n",
         )
         os.environ["LINUX_SRC"] = self.dir
         with self.assertRaisesRegex(common.Failure, "says 4.19.0, not 4.20.0"):
@@ -403,5 +401,5 @@ class WorkTree(unittest.TestCase):
         self.git("config", "lk.managed", "true")
         self.git("config", "lk.series", "0000000000000000")
         args = mock.Mock(out=self.dir, series_dir=TOP)
-        with self.assertRaisesRegex(common.Failure, "another version of the " "series"):
+        with self.assertRaisesRegex(common.Failure, "another version of the series"):
             apply.applied_tree(args)
