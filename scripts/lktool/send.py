@@ -185,7 +185,7 @@ def b4_am_tree(repo: str, start: str, mail_dir: str, env: dict[str, str]) -> str
 
 def cmd_send(args: argparse.Namespace) -> int:
     """Prepare each topic as a b4 prep branch on plain v4.20 and write its
-    mails with `b4 send -o`; never send.  See the README (Sending)."""
+    mails with `b4 send -o`; never send.  See docs/design.md (Sending)."""
     name, email = sender_identity()
     sender = "%s <%s>" % (name, email)
     series_dir = os.path.abspath(args.series_dir)
