@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 import argparse
 import os
 import time
+import traceback
 
 from . import (
     apply,
@@ -76,7 +77,8 @@ def in_process(
     and its tests take minutes, and each row is progress.
 
     A failure that its rows do not name (an error that stopped it, or
-    only failing rows under other names) is one more FAIL row, `name`.
+    only failing rows under other names) is one more FAIL row, `name`;
+    so is an exception that a bug raised, with its traceback logged.
     """
     n0 = len(results.rows)
     error = None
@@ -84,6 +86,11 @@ def in_process(
         harness()
     except (common.Failure, OSError) as e:
         error = str(e)
+    except Exception as e:
+        # A bug in the harness: as when it ran as a command of its own,
+        # it fails this stage, not the whole `lk test`.
+        common.log(traceback.format_exc().rstrip())
+        error = "%s: %s" % (type(e).__name__, e)
     rows = results.rows[n0:]
     failed = [r[1] for r in rows if r[0] == "FAIL"]
     if (error or failed) and (not rows or not results.has_failure(name)):

@@ -52,6 +52,18 @@ class InProcessStages(unittest.TestCase):
             results.rows, [("FAIL", "fuzz", "configs/qemu/x.conf: missing 'kernel'")]
         )
 
+    def test_a_bug_in_the_harness_fails_the_stage_not_lk(self):
+        def harness(results):
+            results.passed("qemu x86_64: boot")
+            raise KeyError("abis")
+
+        with mock.patch.object(common, "log") as logged:
+            self.assertEqual(
+                self.rows_of(harness),
+                [("PASS", "qemu x86_64: boot"), ("FAIL", "qemu x86_64")],
+            )
+        self.assertIn("KeyError", logged.call_args[0][0])
+
     def test_passing_rows_add_nothing(self):
         self.assertEqual(
             self.rows_of(lambda r: r.passed("bench: build"), "bench"),
