@@ -1,13 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Tests of scripts/lk_bench.py and scripts/qemu/bench.c: the parser of
-bench's lines (alone and in canned serial logs), the judgement of ratios
-and of the repeat check, the CSV, table and chart, the guest overrides,
-the manifest and the initramfs; and bench.c compiled for the 64 and 32
-ABIs with -Wall -Wextra -Werror and run on the host (no guest booted, no
-kernel built).
+"""Tests of the benchmark (bench.py, bench_output.py) and of
+scripts/qemu/bench.c: the CSV, table and chart, the guest overrides, the
+manifest and the initramfs; and bench.c compiled for the 64 and 32 ABIs
+with -Wall -Wextra -Werror and run on the host (no guest booted, no
+kernel built).  bench_test.py has the parser and the judgement.
 
-  python3 scripts/lk_bench_test.py            all tests
-  python3 scripts/lk_bench_test.py --quick    no compiler, no bench run
+  python3 scripts/lktool/tests bench            all the benchmark's tests
+  python3 scripts/lktool/tests --quick bench    no compiler, no bench run
 
 bench.c is compiled against the host's kernel headers and, when
 `lk_qemu.py build` or `lk_bench.py` exported them, against the tree's

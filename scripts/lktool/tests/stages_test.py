@@ -299,10 +299,8 @@ class SelftestOutput(unittest.TestCase):
             common, "run_watched", fake_run
         ):
             args = collections.namedtuple("Args", "out quick")(out, True)
-            rc, logfile = selftest.run_selftest_script(args, "lk_test.py", "selftest")
-            selftest.report_selftest_script(
-                results, "lk_test.py", "selftest", rc, logfile
-            )
+            rc, logfile = selftest.run_selftest_script(args, "lk", "selftest")
+            selftest.report_selftest_script(results, "lk", "selftest", rc, logfile)
         return results
 
     def test_every_script_runs_and_hears_which_guests_booted(self):
