@@ -19,7 +19,7 @@ from . import common
 
 # What the checkers read: the package, its launchers.
 SOURCES = ["lktool", "lk", "lk_qemu.py", "lk_fuzz.py", "lk_bench.py"]
-BLACK = ["black", "--check", "--quiet", "-l", "88", "--skip-magic-trailing-comma"]
+BLACK = ["black", "--check", "-l", "88", "--skip-magic-trailing-comma"]
 LINTERS = (
     ("mypy", ["mypy"]),
     ("flake8", ["flake8"] + SOURCES),
