@@ -153,8 +153,12 @@ def series_stamp(series_dir: str) -> str:
     return h.hexdigest()[:16]
 
 
-def applied_tree(args: argparse.Namespace) -> str:
-    """The applied tree, checked to hold the current series, at its tip."""
+def applied_tree(args: argparse.Namespace, keep_edits: bool = False) -> str:
+    """The applied tree, checked to hold the current series, at its tip.
+
+    Local changes to its files are thrown away (the stages test the series
+    as it is), unless keep_edits: `lk kunit` tests a tree that a person is
+    editing, and says which files differ from the series."""
     tree = os.path.join(common.out_dir(args), "tree")
     if not os.path.isdir(os.path.join(tree, ".git")) or not is_managed(tree):
         raise common.Failure(
@@ -168,7 +172,22 @@ def applied_tree(args: argparse.Namespace) -> str:
             "%s holds another version of the series (or a "
             "half-applied one); run 'scripts/lk apply'" % tree
         )
-    common.git(["checkout", "-q", "-f", "series"], cwd=tree)
+    if not keep_edits:
+        common.git(["checkout", "-q", "-f", "series"], cwd=tree)
+        return tree
+    common.git(["checkout", "-q", "series"], cwd=tree)
+    changed = common.run(
+        ["git", "diff", "--name-only", "HEAD"], cwd=tree, capture=True
+    ).stdout.split()
+    if changed:
+        common.log(
+            "%s: testing %d file(s) changed from the series: %s"
+            % (
+                tree,
+                len(changed),
+                " ".join(changed[:5]) + (" ..." if len(changed) > 5 else ""),
+            )
+        )
     return tree
 
 

@@ -18,7 +18,7 @@ Stages:
   baseline  record the warnings of the prerequisite-only tree
   selftest  test this tool on canned inputs and deliberately broken patches,
             and check it with mypy, flake8 and black (scripts/check)
-  kunit     kunit.py run (Debian's 6.1 tool) on the applied tree
+  kunit     kunit.py (Debian's 6.1 tool) on the applied tree, edits kept
   qemu      boot the built x86 and arm kernels under QEMU: selftests, KUnit
             results
   fuzz      trinity against what the series touches, in the x86 guests,
@@ -192,7 +192,16 @@ def main(argv: list[str] | None = None) -> int:
         "v4.20.json (after a patch touches a new file, or "
         "with another spatch)",
     )
-    s = sub.add_parser("kunit", help="kunit.py run on the applied tree")
+    s = sub.add_parser(
+        "kunit",
+        help="kunit.py run on the applied tree, edits in it included",
+        description="Run the KUnit suites with Debian's 6.1 kunit.py on "
+        "the applied tree ($LK_OUT/tree), keeping any change made there: "
+        "edit a file, run again, and only what changed is rebuilt. On UML "
+        "the run is kunit.py config, make and kunit.py exec (no "
+        "olddefconfig, so no relink when nothing changed); elsewhere "
+        "kunit.py run.",
+    )
     s.add_argument(
         "--arch",
         default="um",
@@ -204,7 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         help="a .kunitconfig (repeatable; default kunit/all.kunitconfig)",
     )
     s.add_argument(
-        "kunit_args", nargs="*", help="more kunit.py run options, after '--'"
+        "kunit_args",
+        nargs="*",
+        help="after '--': a filter glob ('futex*', 'futex*.robust*') or "
+        "more options of kunit.py exec (UML: --kernel_args, --timeout, "
+        "--raw_output) or of kunit.py run (other --arch)",
     )
     s = sub.add_parser("qemu", help="boot the built kernels, run selftests")
     s.add_argument(

@@ -137,3 +137,42 @@ class KUnitRuns(unittest.TestCase):
             results.rows,
         )
         self.assertRegex(results.summary(), r"^\d+ passed, [1-9]\d* failed")
+
+    def test_a_filter_glob_runs_the_matching_suites_only(self):
+        # kunit.py passes the glob to the kernel as kunit.filter_glob=,
+        # which the prerequisite KUnit core has to honour.
+        results = common.Results()
+        ok = kunit.do_kunit(
+            self.args,
+            results,
+            "um",
+            [os.path.join(TOP, "kunit", "all.kunitconfig")],
+            name="um-filter",
+            extra=["futex*"],
+        )
+        self.assertTrue(ok, results.rows)
+        cases = [r[1] for r in results.rows if r[1].startswith("kunit um-filter: ")]
+        self.assertTrue(cases, results.rows)
+        for c in cases:
+            self.assertRegex(c, r"^kunit um-filter: futex\w*\.\w+$")
+
+
+class UmlSteps(unittest.TestCase):
+    """The three steps of a UML run: config, make, exec."""
+
+    def test_steps(self):
+        config, make, run = kunit.uml_steps(
+            "/t/kunit.py", "/b/um", "/l/k.json", ["--kunitconfig=/k/all"], ["futex*"]
+        )
+        self.assertEqual(config[1:4], ["/t/kunit.py", "config", "--arch=um"])
+        self.assertIn("--kunitconfig=/k/all", config)
+        # the make command of kunit.py's own UML build, word for word
+        self.assertEqual(
+            make[:4], ["make", "ARCH=um", "O=/b/um", "--jobs=" + common.jobs()]
+        )
+        self.assertEqual(
+            make[4:], [o.split("=", 1)[1] for o in kunit.kunit_make_options()]
+        )
+        self.assertNotIn("olddefconfig", make)
+        self.assertEqual(run[1:3], ["/t/kunit.py", "exec"])
+        self.assertEqual(run[-2:], ["--json=/l/k.json", "futex*"])

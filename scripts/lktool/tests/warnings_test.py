@@ -12,7 +12,7 @@ import unittest
 from unittest import mock
 
 from .. import apply, basetree, common, percheck, warns
-from .support import TOP, write
+from .support import TOP, read, write
 
 
 class Warnings(unittest.TestCase):
@@ -403,3 +403,23 @@ class WorkTree(unittest.TestCase):
         args = mock.Mock(out=self.dir, series_dir=TOP)
         with self.assertRaisesRegex(common.Failure, "another version of the series"):
             apply.applied_tree(args)
+
+    def test_kunit_keeps_the_edits_that_other_stages_undo(self):
+        os.makedirs(self.tree)
+        self.git("init", "-q", "-b", "series")
+        self.git("config", "lk.managed", "true")
+        self.git("config", "lk.series", apply.series_stamp(TOP))
+        path = os.path.join(self.tree, "select.c")
+        write(path, "old\n")
+        self.git("add", "select.c")
+        self.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+        args = mock.Mock(out=self.dir, series_dir=TOP)
+        write(path, "edited\n")
+        with mock.patch.object(common, "log") as said:
+            self.assertEqual(apply.applied_tree(args, keep_edits=True), self.tree)
+        self.assertEqual(read(path), "edited\n")
+        self.assertIn(
+            "1 file(s) changed from the series: select.c", said.call_args[0][0]
+        )
+        apply.applied_tree(args)
+        self.assertEqual(read(path), "old\n")
