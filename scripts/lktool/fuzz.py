@@ -111,6 +111,7 @@ def manifest_lines(plan: list[PlanEntry], seconds: int, scale: int = 1) -> list[
             ["/lk-qemu/bin/lk-fuzz"]
             + list(ph.flags)
             + [
+                "--sysrq",
                 "--seconds",
                 str(seconds),
                 "--seed",

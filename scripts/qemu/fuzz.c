@@ -41,6 +41,10 @@
  *             (default 30 s).  A process of trinity's that is still there
  *             then is described from /proc (state, system call, kernel
  *             stack) and killed, and the phase fails.
+ * --sysrq     then also ask the kernel for the backtraces of all CPUs and
+ *             of the blocked tasks (SysRq l, w, through /proc/sysrq-trigger
+ *             opened at start, so that it works with --user too).  For
+ *             guests: on a host it would write to the host's kernel log.
  *
  * The churn's random choices come from --seed (xorshift64*), so a phase is
  * replayed by the same seed; trinity's own seed is in its options (-s).
@@ -94,6 +98,8 @@
 
 static int start_wait = START_WAIT;
 static int stop_wait = STOP_WAIT;
+/* /proc/sysrq-trigger, opened before any privilege is dropped (--sysrq) */
+static int sysrq_fd = -1;
 
 static uint64_t rng_state;
 static unsigned long churn_ops, churn_errors;
@@ -723,18 +729,10 @@ static int relay(int fd, int drain)
 static void show_file(int pid, const char *what)
 {
 	char path[64], buf[1024], *line, *next;
-	int fd;
-	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_text(path, buf, sizeof(buf)) <= 0)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
 	for (line = buf; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
@@ -748,8 +746,7 @@ static void show_group(pid_t pgid)
 	char path[64], buf[512], *p;
 	struct dirent *d;
 	DIR *proc = opendir("/proc");
-	int fd, pid, pgrp;
-	ssize_t n;
+	int pid, pgrp;
 
 	if (!proc)
 		return;
@@ -758,14 +755,8 @@ static void show_group(pid_t pgid)
 		if (pid <= 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (read_text(path, buf, sizeof(buf)) <= 0)
 			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
 		/* "pid (comm) state ppid pgrp ...": comm may hold spaces */
 		p = strrchr(buf, ')');
 		if (!p || sscanf(p + 1, " %*c %*d %d", &pgrp) != 1 ||
@@ -777,12 +768,23 @@ static void show_group(pid_t pgid)
 		show_file(pid, "stack");
 	}
 	closedir(proc);
+	/*
+	 * A task spinning in the kernel has no stack in /proc, and a phase
+	 * run as uid 65534 may read none: ask the kernel for the backtraces
+	 * of all CPUs (SysRq l) and of the blocked tasks (SysRq w).
+	 */
+	if (sysrq_fd >= 0) {
+		say("lk-fuzz: SysRq l and w: the kernel's backtraces follow");
+		if (write(sysrq_fd, "l", 1) != 1 || write(sysrq_fd, "w", 1) != 1)
+			say("lk-fuzz: sysrq-trigger: %s", strerror(errno));
+		sleep(2);
+	}
 }
 
 static void usage(void)
 {
 	say("usage: lk-fuzz [--user] [--binderfs] [--cpuset] [--args-file F] "
-	    "[--start-wait N] [--stop-wait N] --seconds N --seed S -- "
+	    "[--start-wait N] [--stop-wait N] [--sysrq] --seconds N --seed S -- "
 	    "TRINITY [ARGS...]");
 	exit(2);
 }
@@ -808,6 +810,12 @@ int main(int argc, char **argv)
 			seconds = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--start-wait") && i + 1 < argc) {
 			start_wait = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--sysrq")) {
+			sysrq_fd = open("/proc/sysrq-trigger",
+					O_WRONLY | O_CLOEXEC);
+			if (sysrq_fd < 0)
+				say("lk-fuzz: /proc/sysrq-trigger: %s",
+				    strerror(errno));
 		} else if (!strcmp(argv[i], "--stop-wait") && i + 1 < argc) {
 			stop_wait = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--args-file") && i + 1 < argc) {

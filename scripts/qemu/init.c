@@ -104,17 +104,9 @@ static void console(void)
 static void read_cmdline(void)
 {
 	char buf[4096], *p;
-	ssize_t n;
-	int fd;
 
-	fd = open("/proc/cmdline", O_RDONLY);
-	if (fd < 0)
+	if (read_text("/proc/cmdline", buf, sizeof(buf)) <= 0)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
 	for (p = strtok(buf, " \n"); p; p = strtok(NULL, " \n")) {
 		if (!strncmp(p, "lkqemu.token=", 13))
 			snprintf(token, sizeof(token), "%s", p + 13);

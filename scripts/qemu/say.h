@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
+ * Shared by the guest programs of scripts/lk_qemu.py (init.c, fuzz.c).
+ *
  * say(): print one line on standard output with a single write(2), so
  * that stdio buffering never splits it and another process's output
- * cannot land inside it.  For the guest programs of scripts/lk_qemu.py
- * (init.c, fuzz.c), which the serial console's reader parses by line.
+ * cannot land inside it: the serial console's reader parses by line.
+ *
+ * read_text(): the start of a small file such as /proc/cmdline as a
+ * string, at most size - 1 bytes; its length, or -1.
  */
 #ifndef LK_QEMU_SAY_H
 #define LK_QEMU_SAY_H
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -30,6 +35,21 @@ static void say(const char *fmt, ...)
 	buf[n++] = '\n';
 	if (write(1, buf, n) < 0)
 		return;
+}
+
+static inline ssize_t read_text(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
 }
 
 #endif

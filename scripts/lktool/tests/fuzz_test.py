@@ -200,6 +200,7 @@ class Manifest(unittest.TestCase):
                 ["/lk-qemu/bin/lk-fuzz"]
                 + list(ph.flags)
                 + [
+                    "--sysrq",
                     "--seconds",
                     "45",
                     "--seed",
