@@ -275,10 +275,11 @@ def do_kunit(
         if not results.has_failure("kunit %s:" % name):
             with open(logfile, errors="replace") as f:
                 text = f.read()
+            step = "make" if cmd[0] == "make" else "kunit.py " + cmd[2]
             results.failed(
                 "kunit: " + name,
-                "kunit.py exited %d after %ds; "
-                "%s; log at %s" % (r.returncode, secs, text.strip()[-300:], logfile),
+                "%s exited %d after %ds; %s; log at %s"
+                % (step, r.returncode, secs, text.strip()[-300:], logfile),
             )
         else:
             common.log("kunit: %s failed after %ds; log at %s" % (name, secs, logfile))

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from .. import apply, common, kunit
-from .support import QUICK, TOP, write
+from .support import QUICK, TOP, read, write
 
 
 CANNED_KTAP = """\
@@ -155,6 +155,28 @@ class KUnitRuns(unittest.TestCase):
         self.assertTrue(cases, results.rows)
         for c in cases:
             self.assertRegex(c, r"^kunit um-filter: futex\w*\.\w+$")
+
+    def test_an_edit_that_does_not_compile_fails_in_make(self):
+        tree = apply.applied_tree(self.args)
+        path = os.path.join(tree, "fs", "select.c")
+        self.addCleanup(
+            common.git, ["checkout", "-q", "-f", "--", "fs/select.c"], cwd=tree
+        )
+        with open(path, "a") as f:
+            f.write("\n#error lk kunit test: an edit that does not compile\n")
+        results = common.Results()
+        ok = kunit.do_kunit(
+            self.args,
+            results,
+            "um",
+            [os.path.join(TOP, "kunit", "all.kunitconfig")],
+            name="um-edit",
+        )
+        self.assertFalse(ok)
+        fails = [r for r in results.rows if r[0] == "FAIL"]
+        self.assertEqual([r[1] for r in fails], ["kunit: um-edit"], results.rows)
+        self.assertIn("make exited", fails[0][2])
+        self.assertIn("an edit that does not compile", read(path))
 
 
 class UmlSteps(unittest.TestCase):
