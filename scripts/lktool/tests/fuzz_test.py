@@ -212,11 +212,8 @@ class Manifest(unittest.TestCase):
             t = argv[dd + 1 :]
             self.assertEqual(t[0], trinity)
             self.assertEqual(t[t.index("-s") + 1], str(seed))
-            user = "--user" in ph.flags
-            self.assertEqual(
-                t[-2:], ["-E", fuzz.NO_DOMAINS] if user else ["-P", fuzz.ROOT_DOMAIN]
-            )
-            self.assertNotIn("-P" if user else "-E", t)
+            self.assertEqual(t[-2:], ["-P", fuzz.DOMAIN])
+            self.assertNotIn("-E", t)
         self.assertEqual(plan[3][2], 0)  # the seeds wrapped
 
     def test_init_limits_are_what_this_test_assumes(self):
