@@ -114,22 +114,25 @@ class KUnitRuns(unittest.TestCase):
         except common.Failure as e:
             raise unittest.SkipTest(str(e))
 
-    def test_a_failing_case_fails_the_run(self):
+    def run_kunit(self, name, kunitconfigs, extra=()):
+        """do_kunit() on UML with kunit/<c>.kunitconfig for c in kunitconfigs."""
         results = common.Results()
-        # In the build directory of CI's own UML kernel (the um build
-        # target, which configs/kunit-tool/runs runs): the failing suite adds
-        # a few objects to that kernel instead of costing a kernel of its
-        # own; the next build there starts from an empty directory.
         ok = kunit.do_kunit(
             self.args,
             results,
             "um",
-            [
-                os.path.join(TOP, "kunit", "all.kunitconfig"),
-                os.path.join(TOP, "kunit", "failing.kunitconfig"),
-            ],
-            name="um-failing",
+            [os.path.join(TOP, "kunit", c + ".kunitconfig") for c in kunitconfigs],
+            name=name,
+            extra=extra,
         )
+        return ok, results
+
+    def test_a_failing_case_fails_the_run(self):
+        # In the build directory of CI's own UML kernel (the um build
+        # target, which configs/kunit-tool/runs runs): the failing suite adds
+        # a few objects to that kernel instead of costing a kernel of its
+        # own; the next build there starts from an empty directory.
+        ok, results = self.run_kunit("um-failing", ["all", "failing"])
         self.assertFalse(ok)
         failed = [r[1] for r in results.rows if r[0] == "FAIL"]
         self.assertTrue(
@@ -141,15 +144,7 @@ class KUnitRuns(unittest.TestCase):
     def test_a_filter_glob_runs_the_matching_suites_only(self):
         # kunit.py passes the glob to the kernel as kunit.filter_glob=,
         # which the prerequisite KUnit core has to honour.
-        results = common.Results()
-        ok = kunit.do_kunit(
-            self.args,
-            results,
-            "um",
-            [os.path.join(TOP, "kunit", "all.kunitconfig")],
-            name="um-filter",
-            extra=["futex*"],
-        )
+        ok, results = self.run_kunit("um-filter", ["all"], extra=["futex*"])
         self.assertTrue(ok, results.rows)
         cases = [r[1] for r in results.rows if r[1].startswith("kunit um-filter: ")]
         self.assertTrue(cases, results.rows)
@@ -164,14 +159,7 @@ class KUnitRuns(unittest.TestCase):
         )
         with open(path, "a") as f:
             f.write("\n#error lk kunit test: an edit that does not compile\n")
-        results = common.Results()
-        ok = kunit.do_kunit(
-            self.args,
-            results,
-            "um",
-            [os.path.join(TOP, "kunit", "all.kunitconfig")],
-            name="um-edit",
-        )
+        ok, results = self.run_kunit("um-edit", ["all"])
         self.assertFalse(ok)
         fails = [r for r in results.rows if r[0] == "FAIL"]
         self.assertEqual([r[1] for r in fails], ["kunit: um-edit"], results.rows)
