@@ -39,6 +39,8 @@ import argparse
 import os
 import sys
 
+from typing import Callable
+
 from . import (
     apply,
     basetree,
@@ -65,6 +67,85 @@ STAGE_HELP = {
     "setup": "deps + base + apply + build (the full matrix)",
     "check": "per patch: checkpatch, coccicheck, sparse and a build",
 }
+
+
+def do_cocci(args: argparse.Namespace, results: common.Results) -> None:
+    """`lk cocci`: on the applied tree and the series of --series-dir."""
+    cocci.do_cocci(
+        args,
+        results,
+        apply.applied_tree(args),
+        series.read_series(os.path.abspath(args.series_dir)),
+    )
+
+
+def do_kunit(args: argparse.Namespace, results: common.Results) -> None:
+    """`lk kunit`: the --kunitconfig files (default kunit/all.kunitconfig),
+    and kunit/ia32.kunitconfig with them on x86_64."""
+    configs = args.kunitconfig or [os.path.join(common.TOP, "kunit", "all.kunitconfig")]
+    if args.arch == "x86_64":
+        configs.append(os.path.join(common.TOP, "kunit", "ia32.kunitconfig"))
+    kunit.do_kunit(args, results, args.arch, configs, extra=args.kunit_args)
+
+
+# The commands whose result rows end with the summary line ("N passed, N
+# failed[, N skipped]"; exit status 1 on a FAIL row): what each runs.
+STAGES: dict[str, Callable[[argparse.Namespace, common.Results], object]] = {
+    "series": series.do_series,
+    "build": build.do_build,
+    "check": percheck.do_check,
+    "cocci": do_cocci,
+    "selftest": selftest.do_selftest,
+    "kunit": do_kunit,
+    "qemu": lambda args, r: qemu_stages.do_qemu(args, r, args.guest),
+    "bench": qemu_stages.do_bench,
+    "fuzz": lambda args, r: qemu_stages.do_fuzz(args, r, args.guest, args.ci),
+}
+
+
+def do_deps(args: argparse.Namespace) -> int:
+    pipeline.do_deps(args)
+    return 0
+
+
+def do_base(args: argparse.Namespace) -> int:
+    path, kind = basetree.find_base(allow_download=not args.no_download)
+    print(path)
+    return 0
+
+
+def do_apply(args: argparse.Namespace) -> int:
+    apply.do_apply(args)
+    return 0
+
+
+# The other commands: what each runs, which returns the exit status.
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "deps": do_deps,
+    "base": do_base,
+    "apply": do_apply,
+    "baseline": lambda args: 0 if warns.do_baseline(args) else 1,
+    "setup": pipeline.cmd_setup,
+    "test": pipeline.cmd_test,
+    "send": send.cmd_send,
+    "export": apply.cmd_export,
+}
+
+# The commands that hold the work directory's lock while they run.
+LOCKED = (
+    "apply",
+    "build",
+    "check",
+    "baseline",
+    "test",
+    "setup",
+    "send",
+    "kunit",
+    "qemu",
+    "cocci",
+    "fuzz",
+    "bench",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -310,91 +391,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CCACHE_BASEDIR", common.out_dir(args))
     os.environ.setdefault("CCACHE_NOHASHDIR", "1")
     try:
-        if args.cmd in (
-            "apply",
-            "build",
-            "check",
-            "baseline",
-            "test",
-            "setup",
-            "send",
-            "kunit",
-            "qemu",
-            "cocci",
-            "fuzz",
-            "bench",
-        ):
+        if args.cmd in LOCKED:
             args.lock = pipeline.lock_out(args)
-        if args.cmd == "deps":
-            pipeline.do_deps(args)
-            return 0
-        if args.cmd == "base":
-            path, kind = basetree.find_base(allow_download=not args.no_download)
-            print(path)
-            return 0
-        if args.cmd == "series":
+        if args.cmd in STAGES:
             r = common.Results()
-            series.do_series(args, r)
+            STAGES[args.cmd](args, r)
             return pipeline.finish(r)
-        if args.cmd == "apply":
-            apply.do_apply(args)
-            return 0
-        if args.cmd == "build":
-            r = common.Results()
-            build.do_build(args, r)
-            return pipeline.finish(r)
-        if args.cmd == "check":
-            r = common.Results()
-            percheck.do_check(args, r)
-            return pipeline.finish(r)
-        if args.cmd == "baseline":
-            return 0 if warns.do_baseline(args) else 1
-        if args.cmd == "cocci":
-            r = common.Results()
-            cocci.do_cocci(
-                args,
-                r,
-                apply.applied_tree(args),
-                series.read_series(os.path.abspath(args.series_dir)),
-            )
-            return pipeline.finish(r)
-        if args.cmd == "selftest":
-            r = common.Results()
-            selftest.do_selftest(args, r)
-            return pipeline.finish(r)
-        if args.cmd == "kunit":
-            r = common.Results()
-            configs = args.kunitconfig or [
-                os.path.join(common.TOP, "kunit", "all.kunitconfig")
-            ]
-            if args.arch == "x86_64":
-                configs.append(os.path.join(common.TOP, "kunit", "ia32.kunitconfig"))
-            kunit.do_kunit(args, r, args.arch, configs, extra=args.kunit_args)
-            return pipeline.finish(r)
-        if args.cmd == "qemu":
-            r = common.Results()
-            qemu_stages.do_qemu(args, r, args.guest)
-            return pipeline.finish(r)
-        if args.cmd == "bench":
-            r = common.Results()
-            qemu_stages.do_bench(args, r)
-            return pipeline.finish(r)
-        if args.cmd == "fuzz":
-            r = common.Results()
-            qemu_stages.do_fuzz(args, r, args.guest, args.ci)
-            return pipeline.finish(r)
-        if args.cmd == "setup":
-            return pipeline.cmd_setup(args)
-        if args.cmd == "test":
-            return pipeline.cmd_test(args)
-        if args.cmd == "send":
-            return send.cmd_send(args)
-        if args.cmd == "export":
-            return apply.cmd_export(args)
-    except common.Failure as e:
+        return COMMANDS[args.cmd](args)
+    except (common.Failure, OSError) as e:
         print("lk %s: %s" % (args.cmd, e), file=sys.stderr)
         return 1
-    except OSError as e:
-        print("lk %s: %s" % (args.cmd, e), file=sys.stderr)
-        return 1
-    return 2

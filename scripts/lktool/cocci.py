@@ -278,21 +278,6 @@ def v420_versions(tree: str, blobs: dict[str, tuple[str, str]]) -> set[str]:
     return {b for b, (_, f) in blobs.items() if (b, f) in at_base}
 
 
-def guarded_cocci(
-    args: argparse.Namespace,
-    results: common.Results,
-    tree: str,
-    entries: list[series.PatchEntry],
-    commits: dict[str, str] | None = None,
-) -> None:
-    """do_cocci(), its failure a FAIL row: beside the builds, it must not
-    stop the lane it shares with them."""
-    try:
-        do_cocci(args, results, tree, entries, commits)
-    except (common.Failure, OSError, subprocess.TimeoutExpired) as e:
-        results.failed("cocci", str(e))
-
-
 def do_cocci(
     args: argparse.Namespace,
     results: common.Results,
@@ -462,3 +447,8 @@ def do_cocci(
                 results.passed(what, detail + ", none new")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+# do_cocci() beside the builds (percheck.py, pipeline.py): it must not stop
+# the lane it shares with them, so its failure is a FAIL row.
+guarded_cocci = common.failure_as_row("cocci", do_cocci)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from typing import Any
+from typing import Any, Callable, Concatenate, ParamSpec
 
 import os
 import shlex
@@ -61,6 +61,27 @@ def trace(t0: float, cmd: list[str]) -> None:
 
 
 TRACE_LOCK = threading.Lock()
+
+P = ParamSpec("P")
+
+
+def failure_as_row(
+    name: str, fn: Callable[Concatenate[argparse.Namespace, Results, P], object]
+) -> Callable[Concatenate[argparse.Namespace, Results, P], None]:
+    """fn(args, results, ...) with its failure (Failure, OSError, a command's
+    timeout) a FAIL row `name` in results instead of an exception: for a
+    check beside the builds, which must not stop the lane it shares with
+    them."""
+
+    def guarded(
+        args: argparse.Namespace, results: Results, *rest: P.args, **kw: P.kwargs
+    ) -> None:
+        try:
+            fn(args, results, *rest, **kw)
+        except (Failure, OSError, subprocess.TimeoutExpired) as e:
+            results.failed(name, str(e))
+
+    return guarded
 
 
 def run(

@@ -8,7 +8,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 from . import common
@@ -135,17 +134,13 @@ def phases(tables: dict[str, dict[int, str]], bits: str) -> list[Phase]:
 
 
 def run(cmd: list[str], cwd: str | None = None) -> str:
-    r = subprocess.run(
-        cmd,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        universal_newlines=True,
-    )
+    """common.run() of cmd, its output; its failure names the exit status
+    and ends with the last of what it printed."""
+    r = common.run(cmd, cwd=cwd, capture=True, check=False)
     if r.returncode:
         raise common.Failure(
             "%s failed (exit %d): %s"
-            % (" ".join(cmd), r.returncode, r.stdout.strip()[-400:])
+            % (" ".join(cmd), r.returncode, (r.stdout + r.stderr).strip()[-400:])
         )
     return r.stdout
 
