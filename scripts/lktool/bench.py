@@ -84,24 +84,14 @@ from typing import Callable
 import argparse
 import math
 import os
-import sys
 import time
 
-from . import (
-    bench_judge,
-    bench_output,
-    boot,
-    common,
-    qemu,
-    qemu_conf,
-    serial,
-    userspace,
-    verdict,
-)
+from . import bench_judge, bench_output
+from . import boot, common, qemu, qemu_conf, qemu_tool, serial, userspace, verdict
 
 
-BENCH_C = os.path.join(common.TOP, "scripts", "qemu", "bench.c")
-DEFAULT_GUESTS = ("x86_64", "i386")
+BENCH_C = os.path.join(userspace.PROGRAMS, "bench.c")
+DEFAULT_GUESTS = qemu_conf.X86_GUESTS
 
 # the user-space ABIs bench.c is written for
 X86_ABIS = ("64", "32")
@@ -207,14 +197,8 @@ def build(
         if os.path.exists(blog):
             os.unlink(blog)
         if name in abis:
-            headers = userspace.export_headers(tree, abi, scratch, blog)
-            benches[name] = userspace.compile_program(
-                abi,
-                BENCH_C,
-                os.path.join(scratch, "bin", name, "bench"),
-                blog,
-                [headers],
-                ["-Wextra"],
+            benches[name] = userspace.build_program(
+                abi, BENCH_C, "bench", tree, scratch, blog
             )
         if name in init_abis:
             inits[name] = userspace.build_init(abi, scratch, blog)
@@ -237,22 +221,13 @@ def boot_one(
     name = guest["name"]
     abis = guest["abis"]
     prefix = "bench %s %s" % (name, label)
-    if not os.path.isfile(kernel):
-        why: str | None = "no kernel at %s" % kernel
-        results.failed(
-            "%s: boot" % prefix,
-            "%s; build it with 'scripts/lk "
-            "%s'"
-            % (
-                why,
-                "baseline"
-                if label == "base"
-                else "build --target %s" % guest["target"],
-            ),
-        )
-        return {a: None for a in abis}, why
-    debug, kmemleak = qemu.debug_kernel(bdir)
-    scale = guest["debug_scale"] if debug else 1
+    missing = boot.missing_kernel(
+        guest, kernel, "baseline" if label == "base" else None
+    )
+    if missing:
+        results.failed("%s: boot" % prefix, missing)
+        return {a: None for a in abis}, "no kernel at %s" % kernel
+    scale, kmemleak = qemu_conf.debug_scale(guest, bdir)
     names = [userspace.manifest_name(a, bench_judge.PROGRAM) for a in abis]
     log_path = os.path.join(logs, "bench-%s-%s.log" % (name, label))
     limit = wall_limit(
@@ -315,31 +290,17 @@ def bench_one_guest(
     bench_initramfs(
         initramfs, inits[guest["init_abi"]], [(a, benches[a]) for a in abis], lines
     )
-    why = {}
-    kernel, bdir = qemu.guest_kernel(guest, args.base_build_root)
-    common.log("bench %s: base kernel %s" % (name, kernel))
-    base, why["base"] = boot_one(
-        guest,
-        "base",
-        kernel,
-        bdir,
-        initramfs,
-        logs,
-        results,
-        args.calls,
-        args.batches,
-        args.echo,
-    )
-    kernel, bdir = qemu.guest_kernel(guest, args.tip_build_root)
-    tips = []
-    for k in range(args.repeat):
-        common.log(
-            "bench %s: tip kernel %s (boot %d of %d)"
-            % (name, kernel, k + 1, args.repeat)
-        )
-        runs, w = boot_one(
+
+    def boot_kernel(
+        kind: str, label: str, build_root: str, note: str = ""
+    ) -> tuple[dict[str, bench_judge.Run | None], str | None]:
+        """boot_one() of the guest's kernel in build_root (kind: base or
+        tip), its log named after label (base, tip1, ...)."""
+        kernel, bdir = qemu.guest_kernel(guest, build_root)
+        common.log("bench %s: %s kernel %s%s" % (name, kind, kernel, note))
+        return boot_one(
             guest,
-            "tip%d" % (k + 1),
+            label,
             kernel,
             bdir,
             initramfs,
@@ -348,6 +309,17 @@ def bench_one_guest(
             args.calls,
             args.batches,
             args.echo,
+        )
+
+    why = {}
+    base, why["base"] = boot_kernel("base", "base", args.base_build_root)
+    tips = []
+    for k in range(args.repeat):
+        runs, w = boot_kernel(
+            "tip",
+            "tip%d" % (k + 1),
+            args.tip_build_root,
+            " (boot %d of %d)" % (k + 1, args.repeat),
         )
         why["tip"] = why.get("tip") or w
         tips.append(runs)
@@ -433,12 +405,8 @@ def positive(limit: int) -> Callable[[str], int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = qemu.tool_parser("lk_bench.py", __doc__, "; results go to <out>/bench/")
-    p.add_argument(
-        "--guest",
-        action="append",
-        help="x86 guest of "
-        "configs/qemu/ (repeatable; default: %s)" % " ".join(DEFAULT_GUESTS),
+    p = qemu_tool.tool_parser(
+        "lk_bench.py", __doc__, "; results go to <out>/bench/", DEFAULT_GUESTS
     )
     p.add_argument(
         "--base-build-root",
@@ -493,11 +461,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             else 1
         )
-    results = common.Results()
-    try:
-        bench_guests(results, common.out_dir(args.out), args)
-    except (common.Failure, OSError) as e:
-        print("lk_bench: %s" % e, file=sys.stderr)
-        return 2
-    common.log(results.summary())
-    return 0 if results.ok() else 1
+    return qemu_tool.run_tool(
+        "lk_bench",
+        lambda results: bench_guests(results, common.out_dir(args.out), args),
+    )

@@ -103,6 +103,20 @@ class BootProgress:
             )
 
 
+def missing_kernel(
+    guest: common.Guest, kernel: str, step: str | None = None
+) -> str | None:
+    """Why the guest cannot boot kernel, when it is not there: "no kernel
+    at ...; build it with 'scripts/lk STEP'", STEP by default the build of
+    the guest's target; else None."""
+    if os.path.isfile(kernel):
+        return None
+    return "no kernel at %s; build it with 'scripts/lk %s'" % (
+        kernel,
+        step or "build --target %s" % guest["target"],
+    )
+
+
 def boot(
     guest: common.Guest,
     kernel: str,
@@ -122,11 +136,9 @@ def boot(
     """
     token = token or secrets.token_hex(8)
     limit = limit or guest["boot_timeout"]
-    if not os.path.isfile(kernel):
-        raise common.Failure(
-            "no kernel at %s; build it with 'scripts/lk build "
-            "--target %s'" % (kernel, guest["target"])
-        )
+    why = missing_kernel(guest, kernel)
+    if why:
+        raise common.Failure(why)
     if not shutil.which(guest["qemu"]):
         raise common.Failure(
             "%s is not installed; see scripts/packages.txt" % guest["qemu"]

@@ -48,18 +48,27 @@ import collections
 import os
 import re
 import secrets
-import sys
 import time
 
-from . import boot, common, fuzz_trinity, qemu, qemu_conf, serial, userspace, verdict
+from . import (
+    boot,
+    common,
+    fuzz_trinity,
+    qemu,
+    qemu_conf,
+    qemu_tool,
+    serial,
+    userspace,
+    verdict,
+)
 
 
-FUZZ_C = os.path.join(common.TOP, "scripts", "qemu", "fuzz.c")
+FUZZ_C = os.path.join(userspace.PROGRAMS, "fuzz.c")
 
 # The long runs boot these; CI runs a short fixed-seed run on x86_64 and
 # i386 (the kernels it builds anyway).
 DEFAULT_GUESTS = ("x86_64-debug", "i386-debug")
-CI_GUESTS = ("x86_64", "i386")
+CI_GUESTS = qemu_conf.X86_GUESTS
 CI_SEED = 20380119
 CI_MINUTES = 1
 
@@ -294,15 +303,11 @@ def fuzz_guest(
 ) -> serial.Report | None:
     name = guest["name"]
     kernel, bdir = qemu.guest_kernel(guest, build_root)
-    if not os.path.isfile(kernel):
-        results.failed(
-            "fuzz %s: boot" % name,
-            "no kernel at %s; build it "
-            "with 'scripts/lk build --target %s'" % (kernel, guest["target"]),
-        )
+    why = boot.missing_kernel(guest, kernel)
+    if why:
+        results.failed("fuzz %s: boot" % name, why)
         return None
-    debug, kmemleak = qemu.debug_kernel(bdir)
-    scale = guest["debug_scale"] if debug else 1
+    scale, kmemleak = qemu_conf.debug_scale(guest, bdir)
     abi_name = guest["init_abi"]
     abi = qemu_conf.load_abi(abi_name)
     blog = os.path.join(logs, "fuzz-build-%s.log" % abi_name)
@@ -310,15 +315,7 @@ def fuzz_guest(
     try:
         trinity, libs = fuzz_trinity.trinity_for(abi_name, cache)
         init = userspace.build_init(abi, scratch, blog)
-        headers = userspace.export_headers(tree, abi, scratch, blog)
-        driver = userspace.compile_program(
-            abi,
-            FUZZ_C,
-            os.path.join(scratch, "bin", abi_name, "lk-fuzz"),
-            blog,
-            [headers],
-            ["-Wextra"],
-        )
+        driver = userspace.build_program(abi, FUZZ_C, "lk-fuzz", tree, scratch, blog)
     except (common.Failure, OSError) as e:
         results.failed("fuzz %s: build" % name, str(e))
         return None
@@ -418,13 +415,7 @@ def fuzz_guests(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = qemu.tool_parser("lk_fuzz.py", __doc__)
-    p.add_argument(
-        "--guest",
-        action="append",
-        help="x86 guest of "
-        "configs/qemu/ (repeatable; default: %s)" % " ".join(DEFAULT_GUESTS),
-    )
+    p = qemu_tool.tool_parser("lk_fuzz.py", __doc__, x86_guests=DEFAULT_GUESTS)
     p.add_argument(
         "--ci",
         action="store_true",
@@ -453,9 +444,9 @@ def main(argv: list[str] | None = None) -> int:
         "--echo", action="store_true", help="copy the serial console to stdout"
     )
     args = p.parse_args(argv)
-    results = common.Results()
-    try:
-        fuzz_guests(
+    return qemu_tool.run_tool(
+        "lk_fuzz",
+        lambda results: fuzz_guests(
             results,
             common.out_dir(args.out),
             args.guest,
@@ -466,9 +457,5 @@ def main(argv: list[str] | None = None) -> int:
             args.tree,
             args.build_root,
             args.echo,
-        )
-    except (common.Failure, OSError) as e:
-        print("lk_fuzz: %s" % e, file=sys.stderr)
-        return 2
-    common.log(results.summary())
-    return 0 if results.ok() else 1
+        ),
+    )

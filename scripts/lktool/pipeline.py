@@ -19,6 +19,7 @@ from . import (
     checkpatch,
     cocci,
     common,
+    fuzz,
     kunit,
     percheck,
     qemu_stages,
@@ -107,11 +108,6 @@ class Stages:
         return "\n".join(lines)
 
 
-# The guests of the short fuzz run in `lk test` (lk_fuzz.py --ci); the
-# long runs on the debug guests are `lk fuzz`.
-FUZZ_CI_GUESTS = ("x86_64", "i386")
-
-
 def cmd_test(args: argparse.Namespace) -> int:
     if args.full:
         # What CI leaves out for its time: the x86 defconfigs,
@@ -188,7 +184,7 @@ def cmd_test(args: argparse.Namespace) -> int:
                 OSError,
             )
             qemu_ran = guests
-        fuzzed = [g for g in FUZZ_CI_GUESTS if g in guests]
+        fuzzed = [g for g in fuzz.CI_GUESTS if g in guests]
         if fuzzed and not args.no_fuzz:
             stages.run(
                 "fuzz",

@@ -72,12 +72,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import argparse
 import os
 import sys
 import time
 
-from . import boot, common, qemu_conf, serial, userspace, verdict
+from . import boot, common, qemu_conf, qemu_tool, serial, userspace, verdict
 
 
 def guest_kernel(
@@ -89,13 +88,6 @@ def guest_kernel(
             build_root or os.path.join(common.out_dir(), "build"), guest["target"]
         )
     return os.path.join(build_dir, guest["kernel"]), build_dir
-
-
-def debug_kernel(build_dir: str) -> tuple[bool, bool]:
-    """(scale needed, has kmemleak) from the build directory's .config."""
-    cfg = qemu_conf.kernel_config(build_dir)
-    kmemleak = "CONFIG_DEBUG_KMEMLEAK" in cfg
-    return ("CONFIG_KASAN" in cfg or kmemleak), kmemleak
 
 
 def boot_and_report(
@@ -163,15 +155,11 @@ def run_guest(
     name = guest["name"]
     default_kernel, bdir = guest_kernel(guest, build_root, build_dir)
     kernel = kernel or default_kernel
-    if not os.path.isfile(kernel):
-        results.failed(
-            "qemu %s: boot" % name,
-            "no kernel at %s; build it "
-            "with 'scripts/lk build --target %s'" % (kernel, guest["target"]),
-        )
+    why = boot.missing_kernel(guest, kernel)
+    if why:
+        results.failed("qemu %s: boot" % name, why)
         return None
-    debug, kmemleak = debug_kernel(bdir)
-    scale = guest["debug_scale"] if debug else 1
+    scale, kmemleak = qemu_conf.debug_scale(guest, bdir)
     built_cache = built_cache if built_cache is not None else {}
     specs = qemu_conf.guest_tests(guest, specs)
     tests = []
@@ -303,21 +291,8 @@ def run_guests(
         )
 
 
-def tool_parser(prog: str, doc: str, out_note: str = "") -> argparse.ArgumentParser:
-    """The command line of a QEMU stage tool: its docstring and --out."""
-    p = argparse.ArgumentParser(
-        prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument(
-        "--out",
-        help="work directory (default: $LK_OUT or "
-        "~/.cache/linux-v4.20-work)" + out_note,
-    )
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = tool_parser("lk_qemu.py", __doc__)
+    p = qemu_tool.tool_parser("lk_qemu.py", __doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common_options(s, guests=True):
@@ -457,8 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                 common.log("initramfs: %s" % path)
                 continue
             kernel, bdir = guest_kernel(g, args.build_root, args.build_dir)
-            debug, kmemleak = debug_kernel(bdir)
-            scale = g["debug_scale"] if debug else 1
+            scale, kmemleak = qemu_conf.debug_scale(g, bdir)
             rd = args.initramfs or default_rd
             if not os.path.exists(rd):
                 raise common.Failure("no %s: run 'lk_qemu.py initramfs' first" % rd)

@@ -16,6 +16,9 @@ ABI_CONF_DIR = os.path.join(QEMU_CONF_DIR, "abi")
 SELFTESTS = os.path.join(common.GUESTS, "selftests.txt")
 DEFAULT_TEST_TIMEOUT = 60
 GUEST_KEYS = ("target", "kernel", "qemu", "abis", "init_abi")
+# The x86 guests (their targets have their names): the short fuzz run of
+# `lk test` and the benchmark boot them.
+X86_GUESTS = ("x86_64", "i386")
 
 
 def guest_names() -> list[str]:
@@ -182,3 +185,12 @@ def kernel_config(build_dir: str) -> set[str]:
             return set(l.split("=", 1)[0] for l in f if l.endswith("=y\n"))
     except OSError:
         return set()
+
+
+def debug_scale(guest: common.Guest, build_dir: str) -> tuple[int, bool]:
+    """(the factor of the guest's time limits, has kmemleak) from the build
+    directory's .config: debug_scale for a KASAN or kmemleak kernel, else
+    1."""
+    cfg = kernel_config(build_dir)
+    kmemleak = "CONFIG_DEBUG_KMEMLEAK" in cfg
+    return (guest["debug_scale"] if "CONFIG_KASAN" in cfg or kmemleak else 1), kmemleak

@@ -19,7 +19,9 @@ import subprocess
 from . import common, qemu_conf
 
 
-INIT_C = os.path.join(common.TOP, "scripts", "qemu", "init.c")
+# The programs of the guests: /init, lk-fuzz (fuzz.c) and bench (bench.c).
+PROGRAMS = os.path.join(common.TOP, "scripts", "qemu")
+INIT_C = os.path.join(PROGRAMS, "init.c")
 
 # Exit status of a kselftest that skipped (KSFT_SKIP).
 KSFT_SKIP = 4
@@ -168,6 +170,21 @@ def build_init(abi: common.Abi, scratch: str, logfile: str) -> str:
     """Build scripts/qemu/init.c for abi: <scratch>/bin/<abi>/init."""
     return compile_program(
         abi, INIT_C, os.path.join(scratch, "bin", abi["name"], "init"), logfile
+    )
+
+
+def build_program(
+    abi: common.Abi, source: str, name: str, tree: str, scratch: str, logfile: str
+) -> str:
+    """Build a program of scripts/qemu/ (source) for abi, with -Wextra,
+    against the tree's exported uapi headers: <scratch>/bin/<abi>/<name>."""
+    return compile_program(
+        abi,
+        source,
+        os.path.join(scratch, "bin", abi["name"], name),
+        logfile,
+        [export_headers(tree, abi, scratch, logfile)],
+        ["-Wextra"],
     )
 
 
