@@ -9,9 +9,14 @@ import subprocess
 import sys
 import unittest
 
-from .. import basetree, common
+from .. import basetree, common, series
 from .series_test import COVER
 from .support import IDENT, LK, QUICK, TOP, have_base, repo_git, write
+
+# What the tests build: lib/bcd.o of um-defconfig at the tip, and the
+# objects a patch touches for x86_64 at each patch.
+TIP_BUILD = ("--target", "um-defconfig", "--goal", "lib/bcd.o")
+PATCH_BUILD = ("--bisect-target", "x86_64")
 
 
 @unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
@@ -62,6 +67,19 @@ class BrokenPatches(unittest.TestCase):
         self.git("commit", "-q", "-a", "-F", "-", input=msg)
         return self.git("format-patch", "--stdout", "-1")
 
+    def bcd_patch(self, old, new, subject, start="v4.20"):
+        """The mail of a commit on start that replaces old by new in
+        lib/bcd.c."""
+        return self.commit_patch(
+            "lib/bcd.c", lambda t: t.replace(old, new), subject, start
+        )
+
+    def bcd_series(self, old, new, subject, start="v4.20"):
+        """series_with() of bcd_patch(), its file named after its subject:
+        (the series directory, the patch's file name)."""
+        name = series.slug(subject) + ".patch"
+        return self.series_with(name, self.bcd_patch(old, new, subject, start)), name
+
     def series_with(self, name, text):
         """The project's prerequisite stack plus one upstream-bound patch.
 
@@ -76,9 +94,9 @@ class BrokenPatches(unittest.TestCase):
             os.path.join(TOP, "patches", "prereq"), os.path.join(d, "patches", "prereq")
         )
         with open(os.path.join(TOP, "series")) as f:
-            series = re.split(r"(?m)^# section: .*\(upstream\)$", f.read())[0]
-        series += "\n# section: broken (upstream)\nbroken/0001-%s\n" % name
-        write(os.path.join(d, "series"), series)
+            listing = re.split(r"(?m)^# section: .*\(upstream\)$", f.read())[0]
+        listing += "\n# section: broken (upstream)\nbroken/0001-%s\n" % name
+        write(os.path.join(d, "series"), listing)
         write(os.path.join(d, "patches", "broken", "0001-" + name), text)
         write(os.path.join(d, "patches", "broken", "cover-letter"), COVER)
         return d
@@ -92,66 +110,46 @@ class BrokenPatches(unittest.TestCase):
         )
         return r.returncode, r.stdout
 
+    def failed_test_run(self, series_dir, skip, *args):
+        """The output of `lk test` on the series in series_dir without the
+        stages in skip (--no-STAGE each), which must fail."""
+        code, out = self.lk(
+            "--series-dir",
+            series_dir,
+            "test",
+            *["--no-" + stage for stage in skip.split()],
+            *args,
+        )
+        self.assertNotEqual(code, 0, out)
+        return out
+
     def test_patch_that_does_not_apply(self):
         # Made on top of a change the series does not have, so its context
         # is wrong.
-        self.commit_patch(
-            "lib/bcd.c",
-            lambda t: t.replace(
-                "#include <linux/bcd.h>", "#include <linux/bcd.h>\n/* one */"
-            ),
+        self.bcd_patch(
+            "#include <linux/bcd.h>",
+            "#include <linux/bcd.h>\n/* one */",
             "lib: first change",
         )
-        text = self.commit_patch(
-            "lib/bcd.c",
-            lambda t: t.replace("/* one */", "/* two */"),
-            "lib: second change",
-            start="t",
+        d, name = self.bcd_series(
+            "/* one */", "/* two */", "lib: second change", start="t"
         )
-        name = "lib-second-change.patch"
-        code, out = self.lk(
-            "--series-dir",
-            self.series_with(name, text),
-            "test",
-            "--no-check",
-            "--no-selftest",
-            "--no-kunit",
-            "--no-qemu",
-            "--target",
-            "um-defconfig",
+        out = self.failed_test_run(
+            d, "check selftest kunit qemu", "--target", "um-defconfig"
         )
-        self.assertNotEqual(code, 0, out)
         self.assertIn("patches/broken/0001-%s does not apply" % name, out)
         self.assertIn("lib/bcd.c", out)
         self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
 
     def test_patch_that_breaks_the_build(self):
-        text = self.commit_patch(
-            "lib/bcd.c",
-            lambda t: t.replace(
-                "EXPORT_SYMBOL(_bcd2bin);", "EXPORT_SYMBOL(_bcd2bin)\nint ;"
-            ),
+        d, name = self.bcd_series(
+            "EXPORT_SYMBOL(_bcd2bin);",
+            "EXPORT_SYMBOL(_bcd2bin)\nint ;",
             "lib: break the build",
         )
-        name = "lib-break-the-build.patch"
-        d = self.series_with(name, text)
         # Through the test command: the per-patch build names the patch, and
         # the build of the tip fails too.
-        code, out = self.lk(
-            "--series-dir",
-            d,
-            "test",
-            "--no-selftest",
-            "--no-kunit",
-            "--no-qemu",
-            "--bisect-target",
-            "x86_64",
-            "--target",
-            "um-defconfig",
-            "--goal",
-            "lib/bcd.o",
-        )
-        self.assertNotEqual(code, 0, out)
+        out = self.failed_test_run(d, "selftest kunit qemu", *PATCH_BUILD, *TIP_BUILD)
         self.assertRegex(
             out,
             r"FAIL: build x86_64: broken/0001-%s - make "
@@ -176,18 +174,14 @@ class BrokenPatches(unittest.TestCase):
     def test_patch_that_breaks_the_build_until_the_next_one(self):
         # The tip builds; only the build at the first patch shows that the
         # series does not bisect.
-        first = self.commit_patch(
-            "lib/bcd.c",
-            lambda t: t.replace(
-                "EXPORT_SYMBOL(_bcd2bin);", "EXPORT_SYMBOL(_bcd2bin)\nint ;"
-            ),
+        first = self.bcd_patch(
+            "EXPORT_SYMBOL(_bcd2bin);",
+            "EXPORT_SYMBOL(_bcd2bin)\nint ;",
             "lib: break the build for a while",
         )
-        second = self.commit_patch(
-            "lib/bcd.c",
-            lambda t: t.replace(
-                "EXPORT_SYMBOL(_bcd2bin)\nint ;", "EXPORT_SYMBOL(_bcd2bin);"
-            ),
+        second = self.bcd_patch(
+            "EXPORT_SYMBOL(_bcd2bin)\nint ;",
+            "EXPORT_SYMBOL(_bcd2bin);",
             "lib: mend the build",
             start="t",
         )
@@ -196,17 +190,7 @@ class BrokenPatches(unittest.TestCase):
         write(os.path.join(d, "patches", "broken", "0002-" + names[1]), second)
         with open(os.path.join(d, "series"), "a") as f:
             f.write("broken/0002-%s\n" % names[1])
-        code, out = self.lk(
-            "--series-dir",
-            d,
-            "test",
-            "--no-build",
-            "--no-selftest",
-            "--no-kunit",
-            "--bisect-target",
-            "x86_64",
-        )
-        self.assertNotEqual(code, 0, out)
+        out = self.failed_test_run(d, "build selftest kunit", *PATCH_BUILD)
         self.assertRegex(
             out,
             r"FAIL: build x86_64: broken/0001-%s - make "
@@ -217,30 +201,12 @@ class BrokenPatches(unittest.TestCase):
 
     def test_patch_with_a_new_compiler_warning(self):
         # Builds and passes checkpatch and sparse, but gcc warns at the tip.
-        text = self.commit_patch(
-            "lib/bcd.c",
-            lambda t: t.replace(
-                "unsigned _bcd2bin(unsigned char val)\n{",
-                "unsigned _bcd2bin(unsigned char val)\n{\n\tint lk_unused;\n",
-            ),
+        d, _ = self.bcd_series(
+            "unsigned _bcd2bin(unsigned char val)\n{",
+            "unsigned _bcd2bin(unsigned char val)\n{\n\tint lk_unused;\n",
             "lib: add a variable that gcc flags",
         )
-        name = "lib-add-a-variable-that-gcc-flags.patch"
-        d = self.series_with(name, text)
-        code, out = self.lk(
-            "--series-dir",
-            d,
-            "test",
-            "--no-check",
-            "--no-selftest",
-            "--no-kunit",
-            "--no-qemu",
-            "--target",
-            "um-defconfig",
-            "--goal",
-            "lib/bcd.o",
-        )
-        self.assertNotEqual(code, 0, out)
+        out = self.failed_test_run(d, "check selftest kunit qemu", *TIP_BUILD)
         self.assertIn("PASS: build: um-defconfig - make lib/bcd.o", out)
         self.assertRegex(
             out,
@@ -252,19 +218,14 @@ class BrokenPatches(unittest.TestCase):
     def test_patch_with_a_new_sparse_warning(self):
         # Builds cleanly and passes checkpatch, but sparse asks whether the
         # new global should be static.
-        text = self.commit_patch(
-            "lib/bcd.c",
-            lambda t: t.replace(
-                "EXPORT_SYMBOL(_bcd2bin);",
-                "EXPORT_SYMBOL(_bcd2bin);\n\nint lk_sparse_probe;",
-            ),
+        d, name = self.bcd_series(
+            "EXPORT_SYMBOL(_bcd2bin);",
+            "EXPORT_SYMBOL(_bcd2bin);\n\nint lk_sparse_probe;",
             "lib: add a global that sparse flags",
         )
-        name = "lib-add-a-global-that-sparse-flags.patch"
-        d = self.series_with(name, text)
         code, out = self.lk("--series-dir", d, "apply")
         self.assertEqual(code, 0, out)
-        code, out = self.lk("--series-dir", d, "check", "--bisect-target", "x86_64")
+        code, out = self.lk("--series-dir", d, "check", *PATCH_BUILD)
         self.assertNotEqual(code, 0, out)
         self.assertIn("PASS: build x86_64: broken/0001-%s" % name, out)
         self.assertRegex(
@@ -277,12 +238,9 @@ class BrokenPatches(unittest.TestCase):
     @unittest.skipUnless(shutil.which("b4"), "b4 is not installed")
     def test_send_prepares_b4_branches_and_mails(self):
         one = self.commit_patch("lib/bcd.c", lambda t: t + "\n", "lib: a patch to send")
-        two = self.commit_patch(
-            "lib/bcd.c",
-            lambda t: t.replace(
-                "EXPORT_SYMBOL(_bcd2bin);",
-                "EXPORT_SYMBOL(_bcd2bin);\n/* followed up */",
-            ),
+        two = self.bcd_patch(
+            "EXPORT_SYMBOL(_bcd2bin);",
+            "EXPORT_SYMBOL(_bcd2bin);\n/* followed up */",
             "lib: a follow-up to send",
             start="t",
         )
@@ -400,17 +358,7 @@ class BrokenPatches(unittest.TestCase):
         )
         name = "doc-add-a-bad-line.patch"
         d = self.series_with(name, text)
-        code, out = self.lk(
-            "--series-dir",
-            d,
-            "test",
-            "--no-selftest",
-            "--no-kunit",
-            "--no-build",
-            "--bisect-target",
-            "x86_64",
-        )
-        self.assertNotEqual(code, 0, out)
+        out = self.failed_test_run(d, "selftest kunit build", *PATCH_BUILD)
         self.assertIn("FAIL: checkpatch: broken/0001-%s" % name, out)
         self.assertIn("TRAILING_WHITESPACE", out)
         # Everything else about the patch is fine: only checkpatch fails.
@@ -422,14 +370,7 @@ class BrokenPatches(unittest.TestCase):
         text = self.commit_patch("lib/bcd.c", lambda t: t + "\n", "lib: no signoff")
         text = re.sub(r"(?m)^Signed-off-by: .*\n", "", text)
         name = "lib-no-signoff.patch"
-        code, out = self.lk(
-            "--series-dir",
-            self.series_with(name, text),
-            "test",
-            "--no-check",
-            "--no-selftest",
-            "--no-kunit",
-            "--no-qemu",
+        out = self.failed_test_run(
+            self.series_with(name, text), "check selftest kunit qemu"
         )
-        self.assertNotEqual(code, 0, out)
         self.assertIn("patches/broken/0001-%s: no Signed-off-by" % name, out)

@@ -63,6 +63,16 @@ class HeaderExport(unittest.TestCase):
         self.assertEqual(exports, ["ARCH=x86_64", "ARCH=arm", "ARCH=i386"])
 
 
+def cpio(archive, options):
+    """What cpio with options prints of a gzipped archive."""
+    return subprocess.run(
+        "gzip -dc %s | cpio %s" % (archive, options),
+        shell=True,
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+    ).stdout
+
+
 class Initramfs(unittest.TestCase):
     @unittest.skipUnless(shutil.which("cpio"), "cpio is not installed")
     def test_archive_lists_with_cpio(self):
@@ -78,18 +88,8 @@ class Initramfs(unittest.TestCase):
                 rd, init, [userspace.Built(spec, "32", prog)], scale=2
             )
             self.assertEqual(names, ["32/prog"])
-            listing = subprocess.run(
-                "gzip -dc %s | cpio -itv --quiet" % rd,
-                shell=True,
-                stdout=subprocess.PIPE,
-                universal_newlines=True,
-            ).stdout
-            manifest = subprocess.run(
-                "gzip -dc %s | cpio -i --quiet --to-stdout lk-qemu/manifest" % rd,
-                shell=True,
-                stdout=subprocess.PIPE,
-                universal_newlines=True,
-            ).stdout
+            listing = cpio(rd, "-itv --quiet")
+            manifest = cpio(rd, "-i --quiet --to-stdout lk-qemu/manifest")
         self.assertRegex(
             listing, r"(?m)^crw------- +1 root +root +5, +1 .* " r"dev/console$"
         )

@@ -122,6 +122,17 @@ class SeriesCheck(unittest.TestCase):
                 write(os.path.join(self.dir, "patches", sec, "cover-letter"), text)
         return series.check_series(self.dir)
 
+    def one_patch(
+        self, covers=None, section="t (upstream)", path="t/0001-foo-fix-bar.patch", **kw
+    ):
+        """make() of a series of one patch, mail("foo: fix bar", **kw), at
+        path in section."""
+        return self.make(
+            "# section: %s\n%s\n" % (section, path),
+            {path: mail("foo: fix bar", **kw)},
+            covers,
+        )
+
     def test_good_series_has_no_problem(self):
         self.assertEqual(
             self.make(
@@ -166,59 +177,34 @@ class SeriesCheck(unittest.TestCase):
         self.assertTrue(any("2 times" in x for x in p), p)
 
     def test_wrong_directory_for_section(self):
-        p = self.make(
-            "# section: t (upstream)\nprereq/0001-foo-fix-bar.patch\n",
-            {"prereq/0001-foo-fix-bar.patch": mail("foo: fix bar")},
-        )
+        p = self.one_patch(path="prereq/0001-foo-fix-bar.patch")
         self.assertTrue(any("belongs in patches/t/" in x for x in p), p)
-        p = self.make(
-            "# section: t (prerequisite)\nt/0001-foo-fix-bar.patch\n",
-            {"t/0001-foo-fix-bar.patch": mail("foo: fix bar")},
-        )
+        p = self.one_patch(section="t (prerequisite)")
         self.assertTrue(any("belongs in patches/prereq/" in x for x in p), p)
 
     def test_missing_signoff(self):
-        p = self.make(
-            "# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
-            {"t/0001-foo-fix-bar.patch": mail("foo: fix bar", sob=None)},
-        )
+        p = self.one_patch(sob=None)
         self.assertIn("patches/t/0001-foo-fix-bar.patch: no Signed-off-by", p)
 
     def test_signoff_from_someone_else(self):
-        p = self.make(
-            "# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
-            {
-                "t/0001-foo-fix-bar.patch": mail(
-                    "foo: fix bar", sob="Someone <s@example.org>"
-                )
-            },
-        )
+        p = self.one_patch(sob="Someone <s@example.org>")
         self.assertTrue(any("from the author" in x for x in p), p)
 
     def test_author_must_be_the_project_identity(self):
         who = "Someone <s@example.org>"
-        p = self.make(
-            "# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
-            {"t/0001-foo-fix-bar.patch": mail("foo: fix bar", sob=who, author=who)},
-        )
+        p = self.one_patch(sob=who, author=who)
         self.assertTrue(any("not the project identity" in x for x in p), p)
 
     def test_prerequisite_must_say_not_for_upstream(self):
-        p = self.make(
-            "# section: p (prerequisite)\nprereq/0001-foo-fix-bar.patch\n",
-            {
-                "prereq/0001-foo-fix-bar.patch": mail(
-                    "foo: fix bar", body="One.\nTwo.\nThree.\n"
-                )
-            },
+        p = self.one_patch(
+            section="p (prerequisite)",
+            path="prereq/0001-foo-fix-bar.patch",
+            body="One.\nTwo.\nThree.\n",
         )
         self.assertTrue(any('must say "Not for upstream"' in x for x in p), p)
 
     def test_file_name_is_the_place_and_the_subject(self):
-        p = self.make(
-            "# section: t (upstream)\nt/0001-x.patch\n",
-            {"t/0001-x.patch": mail("foo: fix bar")},
-        )
+        p = self.one_patch(path="t/0001-x.patch")
         self.assertTrue(any("should be 0001-foo-fix-bar.patch" in x for x in p), p)
         # numbered by the place in its folder, not in the series
         p = self.make(
@@ -232,18 +218,11 @@ class SeriesCheck(unittest.TestCase):
         self.assertTrue(any("should be 0001-foo-fix-baz.patch" in x for x in p), p)
 
     def test_empty_message_is_refused(self):
-        p = self.make(
-            "# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
-            {"t/0001-foo-fix-bar.patch": mail("foo: fix bar", body="")},
-        )
+        p = self.one_patch(body="")
         self.assertTrue(any("does not explain" in x for x in p), p)
 
     def test_every_topic_has_a_cover_letter(self):
-        p = self.make(
-            "# section: t (upstream)\nt/0001-foo-fix-bar.patch\n",
-            {"t/0001-foo-fix-bar.patch": mail("foo: fix bar")},
-            {"t": None},
-        )
+        p = self.one_patch({"t": None})
         self.assertIn(
             "patches/t/cover-letter is missing: every "
             "upstream-bound section is mailed with one",
@@ -251,8 +230,6 @@ class SeriesCheck(unittest.TestCase):
         )
 
     def test_cover_letter_fields(self):
-        series = "# section: t (upstream)\nt/0001-foo-fix-bar.patch\n"
-        patches = {"t/0001-foo-fix-bar.patch": mail("foo: fix bar")}
         for cover, want in (
             (COVER.replace("Subject: t: a topic\n", ""), "no Subject:"),
             (COVER.replace("Version: 1", "Version: two"), "is not a number"),
@@ -261,10 +238,10 @@ class SeriesCheck(unittest.TestCase):
             (COVER.replace("Cc:", "Bcc:"), "want 'Key: value'"),
             (COVER.split("\n\n")[0] + "\n\nToo short.\n", "does not explain"),
         ):
-            p = self.make(series, patches, {"t": cover})
+            p = self.one_patch({"t": cover})
             self.assertTrue(any(want in x for x in p), (want, p))
         ok = COVER.replace("Version: 1", "Version: 2") + "\nChanges in v2:\n- one\n"
-        self.assertEqual(self.make(series, patches, {"t": ok}), [])
+        self.assertEqual(self.one_patch({"t": ok}), [])
 
     def test_follow_up_is_rfc_and_needs_its_topic(self):
         series = (

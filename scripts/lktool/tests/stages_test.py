@@ -257,6 +257,15 @@ class Progress(unittest.TestCase):
         self.assertRegex(table, r"(?m)^  total +\d+s$")
 
 
+def ran(tests, verdict="OK"):
+    """The lines that end `unittest -v` output after that many tests."""
+    return "-----\nRan %d test%s in 0.1s\n\n%s\n" % (
+        tests,
+        "" if tests == 1 else "s",
+        verdict,
+    )
+
+
 class SelftestOutput(unittest.TestCase):
     """Reading `unittest -v` output into one result per test."""
 
@@ -310,8 +319,8 @@ class SelftestOutput(unittest.TestCase):
             seen[label] = env["LK_QEMU_STAGE_GUESTS"]
             with open(logfile, "a") as f:
                 f.write(
-                    "test_a (__main__.%s.test_a) ... ok\n"
-                    "-----\nRan 1 test in 0.1s\n\nOK\n" % label.rpartition("-")[2]
+                    "test_a (__main__.%s.test_a) ... ok\n" % label.rpartition("-")[2]
+                    + ran(1)
                 )
             return subprocess.CompletedProcess(cmd, 0)
 
@@ -359,8 +368,7 @@ class SelftestOutput(unittest.TestCase):
     def test_skipped_class_is_not_a_lost_outcome(self):
         log = (
             "setUpClass (__main__.Real) ... skipped 'no base tree'\n"
-            "test_a (__main__.One.test_a) ... ok\n"
-            "-----\nRan 1 test in 0.1s\n\nOK (skipped=1)\n"
+            "test_a (__main__.One.test_a) ... ok\n" + ran(1, "OK (skipped=1)")
         )
         results = self.selftest_results(log)
         self.assertFalse(results.has_failure("selftest"), results.rows)
@@ -370,8 +378,7 @@ class SelftestOutput(unittest.TestCase):
         # A test whose outcome cannot be read must not vanish from the count.
         log = (
             "test_a (__main__.One.test_a) ... ok\n"
-            "test_b (__main__.One.test_b) ... \n\n"
-            "-----\nRan 2 tests in 0.1s\n\nOK\n"
+            "test_b (__main__.One.test_b) ... \n\n" + ran(2)
         )
         results = self.selftest_results(log)
         self.assertIn(("PASS", "selftest: One.test_a", ""), results.rows)

@@ -113,40 +113,52 @@ class Warnings(unittest.TestCase):
         w = warns.parse_warnings("/src/a.c:1:1: error: boom\n", roots=("/src",))
         self.assertEqual(w, collections.Counter())
 
-    def test_one_more_of_the_same_warning_in_a_c_file_is_new(self):
+    def new_at_tip(self, more):
+        """new_warnings() of LOG with the lines more against LOG."""
         base = warns.parse_warnings(self.LOG, roots=("/src",))
-        tip = warns.parse_warnings(
-            self.LOG + "/src/kernel/fork.c:7:1: warning: "
-            "unused variable 'x' [-Wunused-variable]\n",
-            roots=("/src",),
+        tip = warns.parse_warnings(self.LOG + more, roots=("/src",))
+        return warns.new_warnings(tip, base)
+
+    def test_one_more_of_the_same_warning_in_a_c_file_is_new(self):
+        new = self.new_at_tip(
+            "/src/kernel/fork.c:7:1: warning: unused variable 'x' [-Wunused-variable]\n"
         )
-        self.assertEqual(sum(warns.new_warnings(tip, base).values()), 1)
+        self.assertEqual(sum(new.values()), 1)
 
     def test_a_known_header_warning_seen_by_one_more_includer_is_not_new(self):
-        base = warns.parse_warnings(self.LOG, roots=("/src",))
-        tip = warns.parse_warnings(
-            self.LOG + "/src/include/linux/a.h:1: "
-            "warning: 'y' defined but not used\n",
-            roots=("/src",),
+        new = self.new_at_tip(
+            "/src/include/linux/a.h:1: warning: 'y' defined but not used\n"
         )
-        self.assertEqual(warns.new_warnings(tip, base), collections.Counter())
+        self.assertEqual(new, collections.Counter())
 
     def test_a_new_header_warning_is_new(self):
-        base = warns.parse_warnings(self.LOG, roots=("/src",))
-        tip = warns.parse_warnings(
-            self.LOG + "/src/include/linux/b.h:1: "
-            "warning: 'z' defined but not used\n",
-            roots=("/src",),
+        new = self.new_at_tip(
+            "/src/include/linux/b.h:1: warning: 'z' defined but not used\n"
         )
-        self.assertEqual(
-            list(warns.new_warnings(tip, base)),
-            ["include/linux/b.h: 'z' defined but not used"],
+        self.assertEqual(list(new), ["include/linux/b.h: 'z' defined but not used"])
+
+    @staticmethod
+    def sparse_patch_of(
+        path, after_state, results, previous=None, tree="/t", bdir="/b", slog="/log"
+    ):
+        """percheck.sparse_patch() of the patch at path (commit c0ffee) on
+        drivers/a.c, built for x86_64."""
+        return percheck.sparse_patch(
+            mock.Mock(path=path),
+            "c0ffee",
+            tree,
+            {"name": "x86_64"},
+            bdir,
+            ["drivers/a.c"],
+            slog,
+            after_state,
+            results,
+            previous,
         )
 
     def sparse_patch(self, after, before):
         """lk.sparse_patch() on one C file whose sparse output is canned."""
         results = common.Results()
-        entry = mock.Mock(path="upstream/x.patch")
         runs = iter([after, before])
         with tempfile.TemporaryDirectory() as d, mock.patch.object(
             percheck, "built_objects", lambda b, c: c
@@ -157,16 +169,8 @@ class Warnings(unittest.TestCase):
             after = percheck.sparse_after(
                 {"name": "x86_64"}, d, d, ["drivers/a.c"], slog
             )
-            percheck.sparse_patch(
-                entry,
-                "c0ffee",
-                d,
-                {"name": "x86_64"},
-                d,
-                ["drivers/a.c"],
-                slog,
-                after,
-                results,
+            self.sparse_patch_of(
+                "upstream/x.patch", after, results, tree=d, bdir=d, slog=slog
             )
         return results
 
@@ -178,14 +182,8 @@ class Warnings(unittest.TestCase):
         with mock.patch.object(common, "git") as git, mock.patch.object(
             percheck, "sparse_check"
         ) as check:
-            kept = percheck.sparse_patch(
-                mock.Mock(path="upstream/y.patch"),
-                "c0ffee",
-                "/t",
-                {"name": "x86_64"},
-                "/b",
-                ["drivers/a.c"],
-                "/log",
+            kept = self.sparse_patch_of(
+                "upstream/y.patch",
                 (["drivers/a.c"], collections.Counter({key: 2}), []),
                 results,
                 (["drivers/a.c"], collections.Counter({key: 1})),
@@ -197,17 +195,7 @@ class Warnings(unittest.TestCase):
 
     def test_sparse_is_skipped_when_the_build_failed(self):
         results = common.Results(echo=False)
-        percheck.sparse_patch(
-            mock.Mock(path="upstream/x.patch"),
-            "c0ffee",
-            "/t",
-            {"name": "x86_64"},
-            "/b",
-            ["drivers/a.c"],
-            "/log",
-            None,
-            results,
-        )
+        self.sparse_patch_of("upstream/x.patch", None, results)
         self.assertEqual(
             results.rows,
             [
