@@ -34,7 +34,13 @@ GROUPS = {
         "checkpatch_test",
         "broken_test",
     ),
-    "qemu": ("qemu_parser_test", "qemu_data_test", "qemu_build_test", "qemu_boot_test"),
+    "qemu": (
+        "qemu_parser_test",
+        "qemu_reports_test",
+        "qemu_data_test",
+        "qemu_build_test",
+        "qemu_boot_test",
+    ),
     "fuzz": ("fuzz_test", "fuzz_driver_test"),
     "bench": ("bench_test", "bench_output_test"),
 }

@@ -41,9 +41,9 @@ from .bench_test import (
     INIT_MAX_ARGS,
     TOKEN,
     case,
-    cpio_files,
     numbered,
 )
+from .qemu_support import cpio_files
 from .support import QUICK
 
 

@@ -5,6 +5,7 @@ the judgement of ratios and of the repeat check."""
 import unittest
 
 from .. import bench_judge, serial
+from .qemu_support import serial_log
 
 
 TOKEN = "a1b2c3d4e5f60718"
@@ -61,55 +62,12 @@ def output(abi, values, errors=(), done=True):
     return "\n".join(lines) + "\n"
 
 
-def serial_log(runs, guest="x86_64"):
-    """A serial log as lk_qemu.boot() writes it: runs [(name, output)]."""
-    out = [
-        "# lk-qemu-host %s guest=%s kernel=/k/bzImage" % (TOKEN, guest),
-        "# lk-qemu-host %s tests=%s" % (TOKEN, ",".join(n for n, _ in runs)),
-        "# lk-qemu-host %s limit=400" % TOKEN,
-        "[    0.000000] Linux version 4.20.0 (gcc 12.2.0)",
-        "[    0.900000] Run /init as init process",
-        "lk-qemu %s start abi=64 tests=%d uname=4.20.0/x86_64" % (TOKEN, len(runs)),
-    ]
-    for name, text in runs:
-        out.append("lk-qemu %s begin %s" % (TOKEN, name))
-        out.extend(text.splitlines())
-        out.append("lk-qemu %s end %s exit=0 time=0.4" % (TOKEN, name))
-    out += [
-        "lk-qemu %s done ran=%d" % (TOKEN, len(runs)),
-        "[    2.000000] reboot: Power down",
-        "# lk-qemu-host %s end status=0 killed=no elapsed=11 start=9 "
-        "done=10" % TOKEN,
-    ]
-    return "\n".join(out) + "\n"
-
-
 def case(name, med=None, error=None):
     if error:
         return bench_judge.Case(
             name, None, None, None, None, None, error, {"error": error}
         )
     return bench_judge.Case(name, med, med, med, 200, 11, None, {})
-
-
-def cpio_files(data):
-    """{path: (mode, contents)} of a newc archive (this test's reader)."""
-    files = {}
-    off = 0
-    while True:
-        if data[off : off + 6] != b"070701":
-            raise AssertionError("no newc header at %d" % off)
-        nums = [int(data[off + 6 + 8 * k : off + 14 + 8 * k], 16) for k in range(13)]
-        mode, size, namesize = nums[1], nums[6], nums[11]
-        name_at = off + 110
-        name = data[name_at : name_at + namesize - 1].decode()
-        body = name_at + namesize
-        body += -body % 4
-        if name == "TRAILER!!!":
-            return files
-        files[name] = (mode, data[body : body + size])
-        off = body + size
-        off += -off % 4
 
 
 class Parse(unittest.TestCase):
@@ -186,7 +144,11 @@ class Parse(unittest.TestCase):
             "bench 32 ppo[    1.500000] clocksource: tsc: unstable\n"
             "ll median=724.00",
         )
-        r = serial.parse_log(serial_log([("64/bench", text64), ("32/bench", text32)]))
+        r = serial.parse_log(
+            serial_log(
+                [("64/bench", text64, "exit=0"), ("32/bench", text32, "exit=0")], TOKEN
+            )
+        )
         runs = bench_judge.runs_of(r, ["64", "32", "arm"])
         self.assertEqual(set(runs), {"64", "32", "arm"})
         self.assertIsNone(runs["arm"])

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from .. import common, fuzz, fuzz_trinity, serial, userspace
-from .qemu_support import row
+from .qemu_support import cpio_files, row, serial_log
 
 
 TOKEN = "00112233445566778899aabb"
@@ -77,46 +77,6 @@ def plan_of(phases, seed=7, abi="64"):
         )
         for k, ph in enumerate(phases)
     ]
-
-
-def serial_log(runs, token=TOKEN):
-    """A log of an x86_64 guest as lk_qemu.boot() writes it; runs:
-    [(manifest name, output, the end marker's fields)]."""
-    out = [
-        "# lk-qemu-host %s guest=x86_64 kernel=/k/bzImage" % token,
-        "# lk-qemu-host %s tests=%s" % (token, ",".join(n for n, _, _ in runs)),
-        "# lk-qemu-host %s limit=999" % token,
-        "[    0.000000] Linux version 4.20.0 (gcc 12.2.0)",
-        "[    1.000000] Run /init as init process",
-        "lk-qemu %s start abi=64 tests=%d uname=4.20.0/x86_64" % (token, len(runs)),
-    ]
-    for name, output, end in runs:
-        out.append("lk-qemu %s begin %s" % (token, name))
-        out.extend(output.splitlines())
-        out.append("lk-qemu %s end %s %s time=60.1" % (token, name, end))
-    out += [
-        "lk-qemu %s done ran=%d" % (token, len(runs)),
-        "[  200.000000] reboot: Power down",
-        "# lk-qemu-host %s end status=0 killed=no elapsed=201 start=1 "
-        "done=200" % token,
-    ]
-    return "\n".join(out) + "\n"
-
-
-def read_cpio(data):
-    """{name: (mode, bytes)} of a newc archive."""
-    out, pos = {}, 0
-    while True:
-        assert data[pos : pos + 6] == b"070701", data[pos : pos + 6]
-        f = [int(data[pos + 6 + 8 * i : pos + 14 + 8 * i], 16) for i in range(13)]
-        mode, size, namesize = f[1], f[6], f[11]
-        pos += 110
-        name = data[pos : pos + namesize - 1].decode()
-        pos += namesize + (-(110 + namesize) % 4)
-        if name == "TRAILER!!!":
-            return out
-        out[name] = (mode, data[pos : pos + size])
-        pos += size + (-size % 4)
 
 
 class Phases(unittest.TestCase):
@@ -247,7 +207,7 @@ class Initramfs(unittest.TestCase):
                 plan,
             )
             with gzip.open(rd) as f:
-                files = read_cpio(f.read())
+                files = cpio_files(f.read())
         for name, content in (
             ("init", "init"),
             ("lib/libc.so.6", "libc"),
@@ -273,7 +233,7 @@ class Judge(unittest.TestCase):
             seed=1000,
         )
         plan = [p for p in plan if p[0] in [n for n, _, _ in runs]]
-        r = serial.parse_log(serial_log(runs), "/logs/fuzz-x86_64.log")
+        r = serial.parse_log(serial_log(runs, TOKEN), "/logs/fuzz-x86_64.log")
         return fuzz.judge_phases(r, plan, self.SECONDS, known)
 
     RAN = "[main] Ran 1234 syscalls. Successes: 5  Failures: 1229\n"

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Canned serial logs for the tests of the QEMU harness."""
+"""Canned serial logs, and a reader of the initramfs, for the tests of the
+QEMU harness and of the fuzz stage and the benchmark that boot through it."""
 
 import textwrap
 
@@ -38,6 +39,17 @@ lk-qemu TOK start abi=64 tests=1 uname=4.20.0+/x86_64
 """
 
 
+def killed_at_limit(body, limit, tests=("64/t",), start="1"):
+    """canned() of a log that ends when the host killed qemu at its
+    wall-clock limit (seconds); start: when /init started, or "-"."""
+    return canned(
+        body,
+        tests=tests,
+        end="status=-9 killed=limit elapsed=%d start=%s done=-" % (limit, start),
+        limit=limit,
+    )
+
+
 def one_test(name, output, result, done=True):
     text = BOOT + "lk-qemu TOK begin %s\n%s" % (name, output)
     if result is not None:
@@ -49,6 +61,12 @@ def one_test(name, output, result, done=True):
 
 def judge(text, path="/logs/qemu-x86_64.log"):
     return verdict.judge(serial.parse_log(text, path))
+
+
+def judge_one(name, output, result):
+    """judge() of the log of a guest that ran one test, name, which printed
+    output and ended with result (the end marker's fields)."""
+    return judge(canned(one_test(name, output, result)))
 
 
 def crash_report_kinds(test, out):
@@ -74,3 +92,47 @@ def row(rows, name):
 
 def statuses(rows):
     return {r[1]: r[0] for r in rows}
+
+
+def serial_log(runs, token=TOKEN):
+    """A log of an x86_64 guest as boot.boot() writes it, each of the runs
+    [(manifest name, output, the end marker's fields)] taking 60.1s."""
+    out = [
+        "# lk-qemu-host %s guest=x86_64 kernel=/k/bzImage" % token,
+        "# lk-qemu-host %s tests=%s" % (token, ",".join(n for n, _, _ in runs)),
+        "# lk-qemu-host %s limit=999" % token,
+        "[    0.000000] Linux version 4.20.0 (gcc 12.2.0)",
+        "[    1.000000] Run /init as init process",
+        "lk-qemu %s start abi=64 tests=%d uname=4.20.0/x86_64" % (token, len(runs)),
+    ]
+    for name, output, end in runs:
+        out.append("lk-qemu %s begin %s" % (token, name))
+        out.extend(output.splitlines())
+        out.append("lk-qemu %s end %s %s time=60.1" % (token, name, end))
+    out += [
+        "lk-qemu %s done ran=%d" % (token, len(runs)),
+        "[  200.000000] reboot: Power down",
+        "# lk-qemu-host %s end status=0 killed=no elapsed=201 start=1 "
+        "done=200" % token,
+    ]
+    return "\n".join(out) + "\n"
+
+
+def cpio_files(data):
+    """{path: (mode, contents)} of a newc archive (this test's reader)."""
+    files = {}
+    off = 0
+    while True:
+        if data[off : off + 6] != b"070701":
+            raise AssertionError("no newc header at %d" % off)
+        nums = [int(data[off + 6 + 8 * k : off + 14 + 8 * k], 16) for k in range(13)]
+        mode, size, namesize = nums[1], nums[6], nums[11]
+        name_at = off + 110
+        name = data[name_at : name_at + namesize - 1].decode()
+        body = name_at + namesize
+        body += -body % 4
+        if name == "TRAILER!!!":
+            return files
+        files[name] = (mode, data[body : body + size])
+        off = body + size
+        off += -off % 4
