@@ -35,13 +35,14 @@ right after a timer tick, so that a batch shorter than a tick period
 kernel runs.
 
 The initramfs holds the standard /init (scripts/qemu/init.c) and
-scripts/qemu/bench.c built statically for the guest's user-space ABIs
-(x86_64 guest: 64, and 32 through IA32 emulation; i386 guest: 32),
-against the uapi headers exported from the tip tree, as manifest entries
-"<abi>/bench".  bench.c times batches of raw system calls with
-clock_gettime(CLOCK_MONOTONIC) (see its comment for the cases and the
-method): per case the median, min and max per call over the batches,
-less the median of an empty loop (printed as the case "empty", raw).
+scripts/qemu/bench.c (with bench_cases.c) built statically for the
+guest's user-space ABIs (x86_64 guest: 64, and 32 through IA32
+emulation; i386 guest: 32), against the uapi headers exported from the
+tip tree, as manifest entries "<abi>/bench".  bench.c times batches of
+raw system calls with clock_gettime(CLOCK_MONOTONIC) (see its comment
+for the method, and bench_cases.c for the cases): per case the median,
+min and max per call over the batches, less the median of an empty loop
+(printed as the case "empty", raw).
 The 32-bit build also measures the series' _time64 calls (numbers
 413-422), as cases "<case>-time64".
 
@@ -90,7 +91,7 @@ from . import bench_judge, bench_output
 from . import boot, common, qemu, qemu_conf, qemu_tool, serial, userspace, verdict
 
 
-BENCH_C = os.path.join(userspace.PROGRAMS, "bench.c")
+BENCH_SOURCES = userspace.program_sources("bench")
 DEFAULT_GUESTS = qemu_conf.X86_GUESTS
 
 # the user-space ABIs bench.c is written for
@@ -198,7 +199,7 @@ def build(
             os.unlink(blog)
         if name in abis:
             benches[name] = userspace.build_program(
-                abi, BENCH_C, "bench", tree, scratch, blog
+                abi, BENCH_SOURCES, "bench", tree, scratch, blog
             )
         if name in init_abis:
             inits[name] = userspace.build_init(abi, scratch, blog)

@@ -8,10 +8,10 @@ of the same version in the i386 guests (downloaded with a private apt
 state under $LK_OUT/fuzz/, so the host's dpkg gets no foreign
 architecture).  Each guest boots once and runs the phases below one
 after the other, each as a manifest entry of the guest /init, through
-scripts/qemu/fuzz.c (lk-fuzz), which prepares binderfs and cgroup v2,
-starts trinity with the phase's system calls and its seed, stops it on
-time, and drives binderfs and the cpuset files beside it (trinity has no
-model of them).
+lk-fuzz (scripts/qemu/fuzz.c and its fuzz_*.c), which prepares binderfs
+and cgroup v2, starts trinity with the phase's system calls and its
+seed, stops it on time, and drives binderfs and the cpuset files beside
+it (trinity has no model of them).
 
 Phases (each as root, and as uid 65534 that unshared a user namespace):
 
@@ -63,7 +63,7 @@ from . import (
 )
 
 
-FUZZ_C = os.path.join(userspace.PROGRAMS, "fuzz.c")
+FUZZ_SOURCES = userspace.program_sources("fuzz")
 
 # The long runs boot these; CI runs a short fixed-seed run on x86_64 and
 # i386 (the kernels it builds anyway).
@@ -315,7 +315,9 @@ def fuzz_guest(
     try:
         trinity, libs = fuzz_trinity.trinity_for(abi_name, cache)
         init = userspace.build_init(abi, scratch, blog)
-        driver = userspace.build_program(abi, FUZZ_C, "lk-fuzz", tree, scratch, blog)
+        driver = userspace.build_program(
+            abi, FUZZ_SOURCES, "lk-fuzz", tree, scratch, blog
+        )
     except (common.Failure, OSError) as e:
         results.failed("fuzz %s: build" % name, str(e))
         return None

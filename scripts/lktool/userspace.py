@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import collections
+import glob
 import gzip
 import hashlib
 import io
@@ -19,7 +20,8 @@ import subprocess
 from . import common, qemu_conf
 
 
-# The programs of the guests: /init, lk-fuzz (fuzz.c) and bench (bench.c).
+# The programs of the guests: /init (init.c), lk-fuzz (fuzz.c) and bench
+# (bench.c), the latter two with their parts (program_sources()).
 PROGRAMS = os.path.join(common.TOP, "scripts", "qemu")
 INIT_C = os.path.join(PROGRAMS, "init.c")
 
@@ -141,27 +143,39 @@ def export_headers(tree: str, abi: common.Abi, scratch: str, logfile: str) -> st
     return os.path.join(usr, "include")
 
 
+def program_sources(name: str) -> list[str]:
+    """The C files of the program <name> of scripts/qemu/: <name>.c (its
+    main()) and then its parts <name>_*.c, which share <name>.h."""
+    parts = glob.glob(os.path.join(PROGRAMS, glob.escape(name) + "_*.c"))
+    return [os.path.join(PROGRAMS, name + ".c")] + sorted(parts)
+
+
 def compile_program(
     abi: common.Abi,
-    source: str,
+    sources: Sequence[str],
     output: str,
     logfile: str,
     includes: Sequence[str] = (),
     flags: Sequence[str] = (),
 ) -> str:
-    """Compile one C file statically for abi; raise Failure naming the log."""
+    """Compile C files into one static program for abi; raise Failure
+    naming the log."""
     os.makedirs(os.path.dirname(output), exist_ok=True)
     cmd = nice(
         [abi["cc"]]
         + abi["cflags"]
         + ["-I" + i for i in includes]
-        + ["-o", output, source]
+        + ["-o", output]
+        + list(sources)
         + list(flags)
     )
     if run_logged(cmd, logfile):
+        what = sources[0]
+        if len(sources) > 1:
+            what += " (with %s)" % ", ".join(os.path.basename(s) for s in sources[1:])
         raise common.Failure(
             "%s did not compile for the %s user-space ABI; log "
-            "at %s" % (source, abi["name"], logfile)
+            "at %s" % (what, abi["name"], logfile)
         )
     return output
 
@@ -169,18 +183,24 @@ def compile_program(
 def build_init(abi: common.Abi, scratch: str, logfile: str) -> str:
     """Build scripts/qemu/init.c for abi: <scratch>/bin/<abi>/init."""
     return compile_program(
-        abi, INIT_C, os.path.join(scratch, "bin", abi["name"], "init"), logfile
+        abi, [INIT_C], os.path.join(scratch, "bin", abi["name"], "init"), logfile
     )
 
 
 def build_program(
-    abi: common.Abi, source: str, name: str, tree: str, scratch: str, logfile: str
+    abi: common.Abi,
+    sources: Sequence[str],
+    name: str,
+    tree: str,
+    scratch: str,
+    logfile: str,
 ) -> str:
-    """Build a program of scripts/qemu/ (source) for abi, with -Wextra,
-    against the tree's exported uapi headers: <scratch>/bin/<abi>/<name>."""
+    """Build a program of scripts/qemu/ (its sources: program_sources())
+    for abi, with -Wextra, against the tree's exported uapi headers:
+    <scratch>/bin/<abi>/<name>."""
     return compile_program(
         abi,
-        source,
+        sources,
         os.path.join(scratch, "bin", abi["name"], name),
         logfile,
         [export_headers(tree, abi, scratch, logfile)],
@@ -231,7 +251,7 @@ def build_tests(
         try:
             if not os.path.exists(src):
                 raise common.Failure("no %s (is %s a v4.20 tree?)" % (src, tree))
-            compile_program(abi, src, out, logfile, includes, s.flags)
+            compile_program(abi, [src], out, logfile, includes, s.flags)
             built.append(Built(s, name, out))
         except (common.Failure, OSError) as e:
             results.failed("qemu build/%s: %s" % (name, s.name), str(e))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Shared by the guest programs of scripts/lk_qemu.py (init.c, fuzz.c).
+ * Shared by the guest programs of scripts/lk_qemu.py (init.c, and fuzz.c
+ * and its fuzz_*.c, each of which gets a static copy of say()).
  *
  * say(): print one line on standard output with a single write(2), so
  * that stdio buffering never splits it and another process's output

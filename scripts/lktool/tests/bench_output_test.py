@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """Tests of the benchmark (bench.py, bench_output.py) and of
-scripts/qemu/bench.c: the CSV, table and chart, the guest overrides, the
-manifest and the initramfs; and bench.c compiled for the 64 and 32 ABIs
+scripts/qemu/bench*.c: the CSV, table and chart, the guest overrides, the
+manifest and the initramfs; and bench compiled for the 64 and 32 ABIs
 with -Wall -Wextra -Werror and run on the host (no guest booted, no
 kernel built).  bench_test.py has the parser and the judgement.
 
   python3 scripts/lktool/tests bench            all the benchmark's tests
   python3 scripts/lktool/tests --quick bench    no compiler, no bench run
 
-bench.c is compiled against the host's kernel headers and, when
+bench is compiled against the host's kernel headers and, when
 `lk_qemu.py build` or `lk_bench.py` exported them, against the tree's
 ($LK_OUT/qemu/headers/x86/usr/include).  With strace installed, its error
 paths are driven by strace's fault injection (ENOSYS from the _time64
@@ -210,8 +210,10 @@ class Manifest(unittest.TestCase):
         self.assertIn("line[%d]" % INIT_LINE, src)
 
     def test_limits_match_bench_c(self):
-        with open(bench.BENCH_C) as f:
-            src = f.read()
+        src = ""
+        for path in bench.BENCH_SOURCES:
+            with open(path) as f:
+                src += f.read()
         for name, value in (
             ("MAX_BATCHES", bench.MAX_BATCHES),
             ("MAX_CALLS", bench.MAX_CALLS),
@@ -274,7 +276,7 @@ class Main(unittest.TestCase):
 
 
 def host_headers():
-    """Include directories to build bench.c against: [(label, dirs)]."""
+    """Include directories to build bench against: [(label, dirs)]."""
     out = [("system", [])]
     exported = os.path.join(
         common.out_dir(), "qemu", "headers", "x86", "usr", "include"
@@ -310,7 +312,8 @@ class Program(unittest.TestCase):
                     + abi["cflags"]
                     + ["-Wextra", "-Werror"]
                     + ["-I" + i for i in inc]
-                    + ["-o", out, bench.BENCH_C],
+                    + ["-o", out]
+                    + bench.BENCH_SOURCES,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     universal_newlines=True,

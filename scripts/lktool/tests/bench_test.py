@@ -13,7 +13,7 @@ TOKEN = "a1b2c3d4e5f60718"
 # init.c's manifest limits: words after the name, and its line buffer
 INIT_MAX_ARGS = 32
 INIT_LINE = 1024
-# bench.c's cases, in its order; a call that can take a sigmask has two,
+# bench_cases.c's cases, in its order; a call that can take a sigmask has two,
 # without one and with one (-sigmask).  After them, the 32-bit build
 # measures the _time64 twin of each call with a timespec: every call but
 # getppid, epoll_pwait and set_robust_list ("empty" makes none).

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Tests of trinity's libraries and of lk-fuzz (scripts/qemu/fuzz.c) run on
+"""Tests of trinity's libraries and of lk-fuzz (scripts/qemu/fuzz*.c) run on
 the host (no guest booted, no kernel built).
 
 Without trinity installed the library tests are skipped and say so.
@@ -113,7 +113,8 @@ class Driver(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="lk-fuzz-test.")
         cls.prog = os.path.join(cls.dir, "lk-fuzz")
         cls.compiled = subprocess.run(
-            ["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", cls.prog, fuzz.FUZZ_C],
+            ["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", cls.prog]
+            + fuzz.FUZZ_SOURCES,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             universal_newlines=True,

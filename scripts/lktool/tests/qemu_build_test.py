@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Tests of the guests' user space: header export, initramfs, /init."""
+"""Tests of the guests' user space: header export, initramfs, /init, the
+sources of the guest programs."""
 
+import glob
 import os
 import shutil
 import subprocess
 import tempfile
 import unittest
 
-from .. import qemu_conf, userspace
+from .. import common, qemu_conf, userspace
 from .support import QUICK
 
 
@@ -61,6 +63,31 @@ class HeaderExport(unittest.TestCase):
         self.assertEqual(a, e)
         self.assertNotEqual(a, c)
         self.assertEqual(exports, ["ARCH=x86_64", "ARCH=arm", "ARCH=i386"])
+
+
+class ProgramSources(unittest.TestCase):
+    def test_every_c_file_is_built_into_one_program(self):
+        programs = {"init": [userspace.INIT_C]}
+        for name in ("fuzz", "bench"):
+            programs[name] = userspace.program_sources(name)
+        for name, sources in programs.items():
+            self.assertEqual(os.path.basename(sources[0]), name + ".c", sources)
+        built = [s for sources in programs.values() for s in sources]
+        self.assertEqual(
+            sorted(built), sorted(glob.glob(os.path.join(userspace.PROGRAMS, "*.c")))
+        )
+        self.assertGreater(len(programs["fuzz"]), 1)
+        self.assertGreater(len(programs["bench"]), 1)
+
+    def test_failure_names_every_source(self):
+        abi = {"name": "64", "cc": "false", "cflags": []}
+        with tempfile.TemporaryDirectory() as d, self.assertRaises(
+            common.Failure
+        ) as cm:
+            userspace.compile_program(
+                abi, ["/x/p.c", "/x/p_a.c", "/x/p_b.c"], d + "/p", d + "/log"
+            )
+        self.assertIn("/x/p.c (with p_a.c, p_b.c) did not compile", str(cm.exception))
 
 
 def cpio(archive, options):
