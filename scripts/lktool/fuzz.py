@@ -29,9 +29,12 @@ Every kernel report (KASAN, UBSAN, lockdep, kmemleak, WARNING, BUG, Oops,
 hung task, RCU stall) fails the run, as it does for `lk_qemu.py run`; the
 serial log is kept in $LK_OUT/logs/fuzz-<guest>-<seed>-<date-time>.log
 (no later run, a replay included, overwrites it).  A phase fails when
-trinity did not run for its time, made no call, or the kernel became
-tainted.  Results: "PASS: fuzz x86_64/64: root-time - 12345 calls (seed
-N) in 60s"; last line "N passed, N failed[, N skipped]".
+trinity did not run for its time, made no call, could not be stopped, or
+the kernel became tainted; a trinity child that QEMU's IRET let into vm86
+mode, and what the kernel then reports, are told apart from a kernel bug
+by fuzz_emulator.py (fuzz_judge.py judges the log).  Results: "PASS:
+fuzz x86_64/64: root-time - 12345 calls (seed N) in 60s"; last line "N
+passed, N failed[, N skipped]".
 
 One seed per run (--seed, or a random one, printed first): phase k gets
 trinity seed (seed + k) mod 2^32 and churn seed the same, so a run is
@@ -44,22 +47,20 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import collections
 import os
-import re
 import secrets
 import time
 
 from . import (
     boot,
     common,
+    fuzz_judge,
     fuzz_trinity,
     qemu,
     qemu_conf,
     qemu_tool,
     serial,
     userspace,
-    verdict,
 )
 
 
@@ -88,17 +89,13 @@ DOMAIN = "INET"
 # set-up, trinity's start (its socket cache) and its stop (STOP_WAIT in
 # fuzz.c is 30), before /init kills the phase as timed out
 PHASE_SLACK = 90
-RAN_RE = re.compile(r"Ran (\d+) syscalls\. Successes: (\d+)\s+Failures: " r"(\d+)")
-CHURN_RE = re.compile(r"lk-fuzz: (\w+) churn ops=(\d+) errors=(\d+)")
 
 # What --phase accepts: root-time, ..., user-cpuset.
 PHASE_NAMES = [
     "%s-%s" % (m, g[0]) for m in ("root", "user") for g in fuzz_trinity.GROUPS
 ]
 
-# What fuzz_guest() plans for a phase: (manifest name, phase, seed,
-# trinity's path in the guest).
-PlanEntry = tuple[str, fuzz_trinity.Phase, int, str]
+PlanEntry = fuzz_judge.PlanEntry
 
 
 def phase_seed(seed: int, k: int) -> int:
@@ -168,125 +165,6 @@ def fuzz_initramfs(
         c.file(args_file(ph), (" ".join(ph.args) + "\n").encode())
     c.file("lk-qemu/manifest", "".join(lines).encode())
     userspace.write_initramfs(path, c)
-
-
-KNOWN_REPORTS = os.path.join(common.CONFIGS, "fuzz", "known-reports.txt")
-Known = collections.namedtuple("Known", "name kind match why")
-
-
-def read_known(path: str = KNOWN_REPORTS) -> list[Known]:
-    """The entries of configs/fuzz/known-reports.txt (see its comment)."""
-    entries: list[Known] = []
-    cur: dict[str, str] = {}
-    key = None
-    with open(path) as f:
-        lines = [l.rstrip("\n") for l in f] + [""]
-    for n, line in enumerate(lines, 1):
-        if line.startswith("#"):
-            continue
-        if not line.strip():
-            if cur:
-                if set(cur) != {"name", "kind", "match", "why"}:
-                    raise common.Failure(
-                        "%s: entry ending at line %d needs name, "
-                        "kind, match and why" % (path, n)
-                    )
-                try:
-                    rx = re.compile(cur["match"])
-                except re.error as e:
-                    raise common.Failure(
-                        "%s: %s: bad match: %s" % (path, cur["name"], e)
-                    )
-                entries.append(
-                    Known(cur["name"], cur["kind"], rx, " ".join(cur["why"].split()))
-                )
-            cur, key = {}, None
-            continue
-        m = re.match(r"^(\w+):\s+(.*)$", line)
-        if m and not line[0].isspace():
-            key = m.group(1)
-            cur[key] = m.group(2)
-        elif line[0].isspace() and key:
-            cur[key] += " " + line.strip()
-        else:
-            raise common.Failure("%s:%d: not 'key: value'" % (path, n))
-    return entries
-
-
-def known_report(issue: serial.Issue, known: Sequence[Known]) -> Known | None:
-    """The Known entry an lk_qemu Issue is, or None."""
-    return next(
-        (k for k in known if k.kind == issue.kind and k.match.search(issue.text)), None
-    )
-
-
-def judge_phases(
-    r: serial.Report, plan: list[PlanEntry], seconds: int, known: Sequence[Known] = ()
-) -> list[tuple[str, str, str]]:
-    """Rows for the phases: lk_qemu's judgement plus trinity's call count.
-
-    Kernel reports that are known v4.20 reports (known: read_known()) are
-    SKIP rows of their own instead of failures.
-    """
-    rows = []
-    seen = [(i, known_report(i, known)) for i in r.issues]
-    r.issues = [i for i, k in seen if k is None]
-    for i, k in seen:
-        if k is not None:
-            rows.append(
-                (
-                    "SKIP",
-                    "fuzz %s: known v4.20 report" % r.guest,
-                    "%s during %s: %s (%s in %s); log at %s:%d"
-                    % (
-                        i.kind,
-                        i.during,
-                        i.text[:120],
-                        k.name,
-                        os.path.relpath(KNOWN_REPORTS, common.TOP),
-                        r.log_path,
-                        i.line,
-                    ),
-                )
-            )
-    seeds = {name: seed for name, _, seed, _ in plan}
-    keys = {verdict.result_name("fuzz " + r.guest, n): n for n in seeds}
-    for status, name, detail in verdict.judge(r, prefix="fuzz"):
-        key = keys.get(name)
-        if key is None or key not in r.tests:
-            rows.append((status, name, detail))
-            continue
-        text = "\n".join(t for _, t in r.tests[key].output)
-        ran = RAN_RE.findall(text)
-        churn = CHURN_RE.findall(text)
-        calls = sum(int(x[0]) for x in ran)
-        what = "%d calls (seed %d) in %ds" % (calls, seeds[key], seconds)
-        if churn:
-            what += ", %s" % ", ".join("%s churn %s ops" % (c[0], c[1]) for c in churn)
-        if status == "PASS" and not ran:
-            rows.append(
-                (
-                    "FAIL",
-                    name,
-                    "trinity did not report its calls "
-                    "(no 'Ran N syscalls' line); log at %s:%d"
-                    % (r.log_path, r.tests[key].line),
-                )
-            )
-        elif status == "PASS" and not calls:
-            rows.append(
-                (
-                    "FAIL",
-                    name,
-                    "trinity made no call; log at %s:%d"
-                    % (r.log_path, r.tests[key].line),
-                )
-            )
-        elif status == "PASS":
-            rows.append((status, name, what))
-        else:
-            rows.append((status, name, "%s; %s" % (detail, what)))
-    return rows
 
 
 def fuzz_guest(
@@ -370,7 +248,7 @@ def fuzz_guest(
         results.failed("fuzz %s: boot" % name, str(e))
         return None
     r = serial.parse_log_file(log_path)
-    for row in judge_phases(r, plan, seconds, read_known()):
+    for row in fuzz_judge.judge_phases(r, plan, seconds, fuzz_judge.read_known()):
         results.add(*row)
     common.log(
         "fuzz %s: took %.0fs; replay with: scripts/lk fuzz --guest %s "

@@ -197,6 +197,7 @@ int main(int argc, char **argv)
 	say("lk-fuzz: seed %llu, %d s, as %s%s%s", seed, seconds,
 	    user ? "uid 65534 in a user namespace" : "root",
 	    binderfs ? ", binderfs" : "", cpuset ? ", cpuset" : "");
+	probe_cpu();
 
 	if (cpuset && cpuset_setup(user))
 		return 1;

@@ -10,6 +10,7 @@
  *   fuzz_churn.c     the churn processes: seeded random numbers, counts
  *   fuzz_binderfs.c  --binderfs: its set-up and churn
  *   fuzz_cpuset.c    --cpuset: cgroup v2 set-up and churn
+ *   fuzz_cpu.c       the probe of IRET at CPL 3 with EFLAGS.VM (i386)
  */
 #ifndef LK_FUZZ_H
 #define LK_FUZZ_H
@@ -50,5 +51,8 @@ void bfs_churn(void);
 /* fuzz_cpuset.c */
 int cpuset_setup(int user);
 void cpuset_churn(void);
+
+/* fuzz_cpu.c */
+void probe_cpu(void);
 
 #endif

@@ -249,3 +249,36 @@ class Driver(unittest.TestCase):
         r = self.run_driver(["--seconds", "2", "--seed", "1", "--", "/bin/true"])
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("lk-fuzz: trinity exit=0", r.stdout)
+
+    def test_the_64_bit_driver_has_no_cpu_probe(self):
+        r = self.run_driver(["--seconds", "1", "--seed", "1", "--", "/bin/true"])
+        self.assertIn("lk-fuzz: seed 1", r.stdout)
+        self.assertNotIn("lk-fuzz: cpu:", r.stdout)
+
+
+@unittest.skipIf(QUICK, "--quick: no compiler")
+@unittest.skipUnless(
+    shutil.which("i686-linux-gnu-gcc"), "i686-linux-gnu-gcc is not installed"
+)
+class CpuProbe(unittest.TestCase):
+    """fuzz_cpu.c on the host's CPU, as a 32-bit program."""
+
+    def test_a_cpu_ignores_vm_in_an_iret_at_cpl_3(self):
+        with tempfile.TemporaryDirectory() as d:
+            prog = os.path.join(d, "lk-fuzz-32")
+            subprocess.run(
+                ["i686-linux-gnu-gcc", "-static", "-O2", "-Wall", "-Wextra"]
+                + ["-Werror", "-o", prog]
+                + fuzz.FUZZ_SOURCES,
+                check=True,
+            )
+            r = subprocess.run(
+                [prog, "--seconds", "1", "--seed", "1", "--", "/bin/true"],
+                cwd=d,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                universal_newlines=True,
+                timeout=60,
+            )
+        # QEMU's TCG says yes (fuzz_emulator.py); a CPU, or KVM, says no
+        self.assertIn("lk-fuzz: cpu: iret at cpl 3 enters vm86 mode: no\n", r.stdout)

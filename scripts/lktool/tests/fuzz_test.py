@@ -8,7 +8,7 @@ import stat
 import tempfile
 import unittest
 
-from .. import common, fuzz, fuzz_trinity, serial, userspace
+from .. import common, fuzz, fuzz_judge, fuzz_trinity, serial, userspace
 from .qemu_support import cpio_files, row, serial_log
 
 
@@ -234,7 +234,7 @@ class Judge(unittest.TestCase):
         )
         plan = [p for p in plan if p[0] in [n for n, _, _ in runs]]
         r = serial.parse_log(serial_log(runs, TOKEN), "/logs/fuzz-x86_64.log")
-        return fuzz.judge_phases(r, plan, self.SECONDS, known)
+        return fuzz_judge.judge_phases(r, plan, self.SECONDS, known)
 
     RAN = "[main] Ran 1234 syscalls. Successes: 5  Failures: 1229\n"
 
@@ -323,7 +323,8 @@ class Judge(unittest.TestCase):
 
     def test_known_report_is_a_skip_not_a_pass(self):
         rows = self.judge(
-            [("64/root-binderfs", self.HUGETLB + self.RAN, "exit=0")], fuzz.read_known()
+            [("64/root-binderfs", self.HUGETLB + self.RAN, "exit=0")],
+            fuzz_judge.read_known(),
         )
         st, _, detail = row(rows, "fuzz x86_64: known v4.20 report")
         self.assertEqual(st, "SKIP")
@@ -334,7 +335,7 @@ class Judge(unittest.TestCase):
         self.assertEqual(row(rows, "fuzz x86_64/64: root-binderfs")[0], "PASS")
 
     def test_unknown_reports_still_fail(self):
-        known = fuzz.read_known()
+        known = fuzz_judge.read_known()
         for text in (
             self.HUGETLB.replace("409:28", "410:5"),
             self.HUGETLB.replace(
@@ -352,7 +353,7 @@ class Judge(unittest.TestCase):
         self.assertEqual(row(rows, "fuzz x86_64: kernel log")[0], "FAIL")
 
     def test_known_reports_file(self):
-        entries = fuzz.read_known()
+        entries = fuzz_judge.read_known()
         self.assertTrue(entries)
         for e in entries:
             self.assertIn(e.kind, [k for k, _ in serial.ISSUE_PATTERNS])
@@ -368,4 +369,4 @@ class Judge(unittest.TestCase):
                     with open(bad, "w") as f:
                         f.write(text)
                     with self.assertRaises(common.Failure):
-                        fuzz.read_known(bad)
+                        fuzz_judge.read_known(bad)
