@@ -142,7 +142,7 @@ def judge_phases(
             what += ", %s" % ", ".join("%s churn %s ops" % (c[0], c[1]) for c in churn)
         if emulator:
             status = "PASS"
-            what += "; %s, killed at the stop; log at %s:%d" % (
+            what += "; %s, left there with SIGKILL pending; log at %s:%d" % (
                 emulator,
                 r.log_path,
                 r.tests[key].line,

@@ -41,7 +41,7 @@ GROUPS = {
         "qemu_build_test",
         "qemu_boot_test",
     ),
-    "fuzz": ("fuzz_test", "fuzz_driver_test"),
+    "fuzz": ("fuzz_test", "fuzz_emulator_test", "fuzz_driver_test"),
     "bench": ("bench_test", "bench_output_test"),
 }
 

@@ -58,6 +58,17 @@ class TypeHints(unittest.TestCase):
             self.assertEqual(unannotated(f.name), ["f: parameter b", "g: return"])
 
 
+class TestGroups(unittest.TestCase):
+    def test_every_test_module_is_in_a_group(self):
+        # a module that no group names never runs, in `lk test` or here
+        from . import __main__ as runner
+
+        here = os.path.join(PACKAGE, "tests")
+        modules = sorted(f[:-3] for f in os.listdir(here) if f.endswith("_test.py"))
+        listed = sorted(m for group in runner.GROUPS.values() for m in group)
+        self.assertEqual(modules, listed)
+
+
 class Lint(unittest.TestCase):
     def rows(self, which, returncode, output=""):
         results = common.Results(echo=False)
