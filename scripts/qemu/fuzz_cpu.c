@@ -46,7 +46,7 @@ static void iret_with_vm(void)
 		     "pushl $1f\n\t"		/* EIP */
 		     "iret\n"
 		     "1:\n\t"
-		     "addl $16, %%esp"		/* what a CPU did not pop */
+		     "addl $24, %%esp"		/* the six words a CPU left */
 		     : : "r"(cs), "r"(ss) : "memory", "cc");
 }
 
