@@ -83,40 +83,36 @@ def judge_phases(
     SKIP rows of their own instead of failures, and so are those, and the
     phases stuck, that QEMU's IRET to vm86 mode caused (fuzz_emulator).
     """
-    rows = []
+    rows: list[tuple[str, str, str]] = []
+
+    def skip(i: serial.Issue, what: str, why: str) -> None:
+        rows.append(
+            (
+                "SKIP",
+                "fuzz %s: %s" % (r.guest, what),
+                "%s during %s: %s (%s); log at %s:%d"
+                % (i.kind, i.during, i.text[:120], why, r.log_path, i.line),
+            )
+        )
+
     if fuzz_emulator.probe_says_yes(r.lines):
         emulated = [i for i in r.issues if fuzz_emulator.vm86_sleep_report(i, r.lines)]
         r.issues = [i for i in r.issues if i not in emulated]
         for i in emulated:
-            rows.append(
-                (
-                    "SKIP",
-                    "fuzz %s: emulator report" % r.guest,
-                    "%s during %s: %s (a fault in the vm86 mode that QEMU's "
-                    "IRET let user space enter: lktool/fuzz_emulator.py); "
-                    "log at %s:%d"
-                    % (i.kind, i.during, i.text[:120], r.log_path, i.line),
-                )
+            skip(
+                i,
+                "emulator report",
+                "a fault in the vm86 mode that QEMU's IRET let user space "
+                "enter: lktool/fuzz_emulator.py",
             )
     seen = [(i, known_report(i, known)) for i in r.issues]
     r.issues = [i for i, k in seen if k is None]
     for i, k in seen:
         if k is not None:
-            rows.append(
-                (
-                    "SKIP",
-                    "fuzz %s: known v4.20 report" % r.guest,
-                    "%s during %s: %s (%s in %s); log at %s:%d"
-                    % (
-                        i.kind,
-                        i.during,
-                        i.text[:120],
-                        k.name,
-                        os.path.relpath(KNOWN_REPORTS, common.TOP),
-                        r.log_path,
-                        i.line,
-                    ),
-                )
+            skip(
+                i,
+                "known v4.20 report",
+                "%s in %s" % (k.name, os.path.relpath(KNOWN_REPORTS, common.TOP)),
             )
     seeds = {name: seed for name, _, seed, _ in plan}
     keys = {verdict.result_name("fuzz " + r.guest, n): n for n in seeds}
@@ -133,10 +129,11 @@ def judge_phases(
         emulator = None
         if status == "FAIL" and detail.startswith("exit 1;"):
             emulator = fuzz_emulator.stuck_in_vm86(lines)
+        counted = bool(ran)
         if emulator and not ran:
             # trinity's main process, killed, gave no total: its last count
             calls = max((int(n) for n in ITER_RE.findall(text)), default=0)
-            ran = [("%d" % calls,)] if calls else []
+            counted = calls > 0
         what = "%d calls (seed %d) in %ds" % (calls, seeds[key], seconds)
         if churn:
             what += ", %s" % ", ".join("%s churn %s ops" % (c[0], c[1]) for c in churn)
@@ -147,7 +144,7 @@ def judge_phases(
                 r.log_path,
                 r.tests[key].line,
             )
-        if status == "PASS" and not ran:
+        if status == "PASS" and not counted:
             rows.append(
                 (
                     "FAIL",
