@@ -72,6 +72,15 @@ UNITTEST_OUTCOME_RE = re.compile(
 )
 
 
+def outcome_key(method: str, where: str) -> str:
+    """'Class.test' of unittest's "test (module.Class.test)" (Python 3.11)
+    or "test (module.Class)"."""
+    parts = where.split(".")
+    if parts[-1] == method and len(parts) > 1:
+        parts.pop()
+    return "%s.%s" % (parts[-1], method)
+
+
 def unittest_outcomes(text: str) -> Iterator[tuple[str, str]]:
     """(Class.test, outcome) from `unittest -v` output.
 
@@ -82,10 +91,7 @@ def unittest_outcomes(text: str) -> Iterator[tuple[str, str]]:
     for line in text.splitlines():
         m = UNITTEST_HEAD_RE.match(line)
         if m:
-            where = m.group(2).split(".")
-            if where[-1] == m.group(1) and len(where) > 1:
-                where.pop()
-            pending = "%s.%s" % (where[-1], m.group(1))
+            pending = outcome_key(m.group(1), m.group(2))
             doc = m.group(3) is None
             line = m.group(3) or ""
         elif doc:
@@ -99,6 +105,43 @@ def unittest_outcomes(text: str) -> Iterator[tuple[str, str]]:
         if o:
             yield pending, o.group(1)
             pending = None
+
+
+# The head of a failure's block at the end of `unittest -v` output.
+UNITTEST_FAILURE_RE = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)$")
+UNITTEST_RULE_RE = re.compile(r"^(=+|-+)$")
+# How much of a failure's exception a result line carries.
+FAILURE_TEXT = 600
+
+
+def unittest_failures(text: str) -> dict[str, str]:
+    """{Class.test: its exception, on one line} from `unittest -v` output.
+
+    A result line is all that a CI log keeps of a test run elsewhere, so it
+    says why: the lines after the traceback's last frame.
+    """
+    found, lines = {}, text.splitlines()
+    all_rules = [
+        j for j, l in enumerate(lines) if len(l) >= 70 and UNITTEST_RULE_RE.match(l)
+    ]
+    for i, line in enumerate(lines):
+        m = UNITTEST_FAILURE_RE.match(line)
+        if not m:
+            continue
+        # Its head (and docstring) ends at a rule, its text at the next.
+        rules = [j for j in all_rules if j > i][:2]
+        if not rules:
+            continue
+        block = lines[rules[0] + 1 : rules[1] if len(rules) > 1 else None]
+        frames = [n for n, l in enumerate(block) if l.startswith("  File ")]
+        start = frames[-1] + 1 if frames else 0
+        while start < len(block) and block[start].startswith("    "):
+            start += 1
+        words = " ".join(l.strip() for l in block[start:] if l.strip())
+        if len(words) > FAILURE_TEXT:
+            words = words[: FAILURE_TEXT - 3] + "..."
+        found[outcome_key(m.group(1), m.group(2))] = words
+    return found
 
 
 def run_selftest_script(
@@ -124,7 +167,7 @@ def report_selftest_script(
     """One result per test of a script's `unittest -v` log."""
     with open(logfile, errors="replace") as f:
         text = f.read()
-    seen = 0
+    seen, why = 0, unittest_failures(text)
     for test, outcome in unittest_outcomes(text):
         # A skipped class reports "setUpClass (...) ... skipped", which
         # unittest's "Ran N tests" does not count.
@@ -135,6 +178,8 @@ def report_selftest_script(
             results.passed(name)
         elif outcome.startswith("skipped"):
             results.skipped(name, outcome[len("skipped ") :].strip("'"))
+        elif why.get(test):
+            results.failed(name, "%s; log at %s" % (why[test], logfile))
         else:
             results.failed(name, "see %s" % logfile)
     ran = re.search(r"^Ran (\d+) tests? in ", text, re.M)

@@ -384,3 +384,56 @@ class SelftestOutput(unittest.TestCase):
         self.assertIn(("PASS", "selftest: One.test_a", ""), results.rows)
         self.assertTrue(results.has_failure("selftest"), results.rows)
         self.assertRegex(results.summary(), r"^1 passed, 1 failed")
+
+    def test_failure_rows_say_why(self):
+        # CI keeps the result lines, not the log: they carry the exception.
+        rule, dash = "=" * 70, "-" * 70
+        log = "\n".join(
+            [
+                "test_a (__main__.One.test_a)",
+                "What test_a checks ... FAIL",
+                "test_b (__main__.One.test_b) ... ERROR",
+                "test_c (__main__.One.test_c) ... FAIL",
+                "",
+                rule,
+                "FAIL: test_a (__main__.One.test_a)",
+                "What test_a checks",
+                dash,
+                "Traceback (most recent call last):",
+                '  File "/x/t.py", line 9, in test_a',
+                '    self.assertEqual(r[0], "PASS", msg)',
+                "    ^^^^^^^^^^^^^^^^",
+                "AssertionError: 'FAIL' != 'PASS'",
+                "- FAIL",
+                "+ PASS",
+                " : ('FAIL', 'qemu x86_64/32: after', 'exit 1'); it printed:",
+                "left over: 851 (hang) S 1 850",
+                "",
+                rule,
+                "ERROR: test_b (__main__.One.test_b)",
+                dash,
+                "Traceback (most recent call last):",
+                '  File "/x/t.py", line 12, in test_b',
+                "    1 / 0",
+                "ZeroDivisionError: division by zero" + " and more" * 100,
+                "",
+                ran(3, "FAILED (failures=2, errors=1)"),
+            ]
+        )
+        rows = {r[1]: r for r in self.selftest_results(log).rows}
+        a = rows["selftest: One.test_a"][2]
+        self.assertTrue(
+            a.startswith(
+                "AssertionError: 'FAIL' != 'PASS' - FAIL + PASS : ('FAIL', "
+                "'qemu x86_64/32: after', 'exit 1'); it printed: left over: "
+                "851 (hang) S 1 850; log at "
+            ),
+            a,
+        )
+        b = rows["selftest: One.test_b"][2]
+        self.assertTrue(b.startswith("ZeroDivisionError: division by zero"), b)
+        self.assertIn("...; log at ", b)
+        self.assertLess(len(b), selftest.FAILURE_TEXT + 200)
+        # No block (the log was cut): the row still points at the log.
+        self.assertRegex(rows["selftest: One.test_c"][2], r"^see .*selftest\.log$")
+        self.assertEqual(self.selftest_results(log).count("FAIL"), 3)
