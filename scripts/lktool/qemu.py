@@ -56,11 +56,14 @@ an empty value expects nothing.  They are checked only when init finished
 its tests ("done" marker); otherwise each is a FAIL (unproven).  `parse`
 does not check them.
 
-Time limits.  Each test has its own limit in the guest (init kills its
-process group and goes on).  The host kills qemu at a wall-clock limit of
-boot_timeout + the sum of the test limits (+ kmemleak_timeout on kmemleak
-kernels; everything times debug_scale on KASAN or kmemleak kernels), or
-poweroff_timeout after the "done" marker.  No "done" marker means that the
+Time limits.  Each test has its own limit in the guest.  When a test ends,
+or its limit is up, init kills what is left of its process group and
+starts the next test once none of it is left (a test whose leftovers are
+still there KILL_WAIT seconds after SIGKILL fails).  The host kills qemu
+at a wall-clock limit of boot_timeout + the sum of the test limits (each
+plus KILL_WAIT; + kmemleak_timeout on kmemleak kernels; everything times
+debug_scale on KASAN or kmemleak kernels), or poweroff_timeout after the
+"done" marker.  No "done" marker means that the
 guest crashed or hung, which is a failure.
 
 Environment: LK_OUT (default ~/.cache/linux-v4.20-work) holds the kernel

@@ -8,7 +8,7 @@ from typing import Callable
 import collections
 import signal
 
-from . import common, serial, userspace
+from . import boot, common, serial, userspace
 
 
 SIGNALS = {int(s): s.name for s in signal.Signals}
@@ -247,6 +247,13 @@ def judge_test(
                 "NOT killable (kept running)" if "unkillable" in e else "killed",
                 where(t.line),
             ),
+        )
+    elif "unkillable" in e:
+        how = "exit %s" % e["exit"] if "exit" in e else "signal %s" % e.get("signal")
+        main = (
+            "FAIL",
+            "%s, but some of its process group was still there %ds after "
+            "SIGKILL; %s" % (how, boot.KILL_WAIT, where(t.line)),
         )
     elif "signal" in e:
         n = int(e["signal"]) if e["signal"].isdigit() else -1

@@ -23,8 +23,11 @@
  *
  * A test cannot forge them without the token; the host also checks their
  * order.  No "done" marker means the guest crashed or hung.  Each test runs
- * in its own session and process group with stdin on /dev/null; on time-out
- * the whole group is killed with SIGKILL and the next test runs.
+ * in its own session and process group with stdin on /dev/null.  When the
+ * test ends, or its time is up, whatever is left of its group is killed with
+ * SIGKILL, and the next test starts only once none of the group is left
+ * (orphans come to init, which reaps them).  "unkillable": some of the group
+ * was still there KILL_WAIT seconds after SIGKILL.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -213,6 +216,28 @@ static int wait_for(pid_t pid, double seconds, int *status)
 	}
 }
 
+/*
+ * SIGKILL what is left of process group pgrp and wait until none of it is
+ * left, at most KILL_WAIT seconds.  Its orphans are init's children, so
+ * reaping them here is what makes them go (kill() finds zombies too).  The
+ * number stays the group's while any member is left, so no other process
+ * is hit.  Return 1 when all of the group is gone.
+ */
+static int kill_group(pid_t pgrp)
+{
+	double deadline = now() + KILL_WAIT;
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	while (kill(-pgrp, SIGKILL) == 0) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (now() >= deadline)
+			return 0;
+		sigtimedwait(&chld, NULL, &ts);
+	}
+	return 1;
+}
+
 static void run_test(int timeout, const char *name, char **argv)
 {
 	char result[64];
@@ -253,18 +278,19 @@ static void run_test(int timeout, const char *name, char **argv)
 		else
 			snprintf(result, sizeof(result), "signal=%d",
 				 WTERMSIG(status));
-		/* Leftovers of the test's process group go too. */
-		kill(-pid, SIGKILL);
 	} else {
+		snprintf(result, sizeof(result), "timeout=%d", timeout);
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
-		if (wait_for(pid, KILL_WAIT, &status))
-			snprintf(result, sizeof(result), "timeout=%d", timeout);
-		else
-			snprintf(result, sizeof(result), "timeout=%d unkillable",
-				 timeout);
+		if (!wait_for(pid, KILL_WAIT, &status)) {
+			mark("end %s %s unkillable time=%.3f", name, result,
+			     now() - t0);
+			return;
+		}
 	}
-	mark("end %s %s time=%.3f", name, result, now() - t0);
+	/* The test's pid is its process group's number (setsid() above). */
+	mark("end %s %s%s time=%.3f", name, result,
+	     kill_group(pid) ? "" : " unkillable", now() - t0);
 }
 
 int main(void)

@@ -13,7 +13,7 @@ import textwrap
 import time
 import unittest
 
-from .. import common, qemu, qemu_conf, userspace
+from .. import common, qemu, qemu_conf, serial, userspace
 from .qemu_support import OTHER, row, statuses
 from .support import QUICK
 
@@ -89,40 +89,130 @@ PROGRAMS = {
         ("32-bit",),
         20,
     ),
-    # Runs after "hang": fails if any user process but init and itself
-    # is left (the hung test's child must have been killed with it).
+    # Runs after "hang" (and "thaw"): fails if any process but init, itself
+    # and kernel threads is left, zombies and exiting ones included: init
+    # must not start a test before the last one's group is gone.
     "after": (
         """
         #include <dirent.h>
         #include <stdio.h>
         #include <stdlib.h>
+        #include <string.h>
         #include <unistd.h>
+        #define PF_KTHREAD 0x00200000
         int main(void)
         {
             DIR *d = opendir("/proc");
             struct dirent *e;
-            char path[64], cmd[64];
             int left = 0;
 
             while (d && (e = readdir(d))) {
                 int pid = atoi(e->d_name);
+                char path[64], stat[512] = "", *p, state;
+                unsigned int flags;
                 FILE *f;
-                size_t n;
 
                 if (pid <= 1 || pid == getpid())
                     continue;
-                snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+                snprintf(path, sizeof(path), "/proc/%d/stat", pid);
                 f = fopen(path, "r");
-                n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
-                if (f)
-                    fclose(f);
-                if (n) {        /* kernel threads have no command line */
-                    cmd[n] = 0;
-                    printf("left over: pid %d %s\\n", pid, cmd);
+                if (!f)
+                    continue;   /* gone since readdir() */
+                p = fgets(stat, sizeof(stat), f);
+                fclose(f);
+                if (!p)
+                    continue;   /* gone since fopen() */
+                /* "pid (comm) state ppid pgrp session tty tpgid flags" */
+                p = strrchr(stat, ')');
+                if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u",
+                                 &state, &flags) != 2) {
+                    printf("unreadable: %s: %s", path, stat);
+                    left++;
+                } else if (!(flags & PF_KTHREAD)) {
+                    printf("left over: %s", stat);
                     left++;
                 }
             }
             return d && !left ? 0 : 1;
+        }""",
+        ("32-bit",),
+        20,
+    ),
+    # Leaves a child frozen by the cgroup v1 freezer, which SIGKILL cannot
+    # end until it is thawed; "thaw" thaws it and waits until it is gone.
+    "freeze": (
+        """
+        #include <signal.h>
+        #include <stdio.h>
+        #include <string.h>
+        #include <unistd.h>
+        #include <sys/mount.h>
+        #include <sys/stat.h>
+        #include "freezer.h"
+        int main(void)
+        {
+            char pid[16], state[16];
+            pid_t child;
+            int i;
+
+            mkdir(FREEZER, 0755);
+            if (mount("lk-freezer", FREEZER, "cgroup", 0, "freezer")) {
+                perror("freeze: mount the v1 freezer");
+                return 1;
+            }
+            mkdir(FROZEN, 0755);
+            child = fork();
+            if (child == 0)
+                for (;;)
+                    pause();
+            snprintf(pid, sizeof(pid), "%d", child);
+            if (!put(FROZEN "/cgroup.procs", pid) ||
+                !put(FROZEN "/freezer.state", "FROZEN"))
+                return 1;
+            for (i = 0; i < 500; i++) {
+                if (get(FROZEN "/freezer.state", state, sizeof(state)) &&
+                    !strcmp(state, "FROZEN\\n")) {
+                    printf("freeze: pid %d frozen\\n", child);
+                    return 0;
+                }
+                usleep(10000);
+            }
+            printf("freeze: pid %d not frozen in 5s\\n", child);
+            return 1;
+        }""",
+        ("32-bit",),
+        20,
+    ),
+    "thaw": (
+        """
+        #include <errno.h>
+        #include <signal.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <unistd.h>
+        #include <sys/mount.h>
+        #include "freezer.h"
+        int main(void)
+        {
+            char pids[16];
+            int pid, i;
+
+            if (!get(FROZEN "/cgroup.procs", pids, sizeof(pids)) ||
+                (pid = atoi(pids)) <= 1) {
+                printf("thaw: nothing frozen\\n");
+                return 1;
+            }
+            if (!put(FROZEN "/freezer.state", "THAWED"))
+                return 1;
+            /* Killed, it dies; init reaps it (init's orphan now). */
+            for (i = 0; i < 500 && !(kill(pid, 0) && errno == ESRCH); i++)
+                usleep(10000);
+            if (i == 500) {
+                printf("thaw: pid %d still there 5s after thawing\\n", pid);
+                return 1;
+            }
+            printf("thaw: pid %d gone\\n", pid);
+            return rmdir(FROZEN) || umount(FREEZER);
         }""",
         ("32-bit",),
         20,
@@ -157,6 +247,37 @@ PROGRAMS = {
         0,
     ),
 }
+# freezer.h, which "freeze" and "thaw" include.
+FREEZER_H = """
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#define FREEZER "/tmp/lk-freezer"
+#define FROZEN FREEZER "/frozen"
+
+static int put(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY);
+    int ok = fd >= 0 && write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+static int get(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (n < 0)
+        return 0;
+    buf[n] = 0;
+    return 1;
+}
+"""
 CANNED_RUN = ("pass", "fail", "skip", "tap", "hang", "forge", "after")
 
 
@@ -203,6 +324,8 @@ class RealBoot:
         cls.binaries = {}
         src = os.path.join(cls.tmp, "src")
         os.makedirs(src)
+        with open(os.path.join(src, "freezer.h"), "w") as f:
+            f.write(FREEZER_H)
         for abi_name in cls.guest["abis"]:
             abi = qemu_conf.load_abi(abi_name)
             specs = []
@@ -262,23 +385,56 @@ class RealBoot:
     def name(self, abi, test):
         return "qemu %s/%s: %s" % (self.GUEST, abi, test)
 
+    def assert_row(self, rows, abi, test, status):
+        """The row of test, run for abi, has status; the message shows the
+        row and what the test printed.  Returns the row."""
+        r = row(rows, self.name(abi, test))
+        run = serial.parse_log(self.log_text).tests.get(
+            userspace.manifest_name(abi, test)
+        )
+        printed = "".join(l + "\n" for _, l in run.output) if run else "(not run)\n"
+        self.assertEqual(r[0], status, "%s; it printed:\n%s" % (r, printed))
+        return r
+
+    def assert_guest_rows(self, rows, what=("boot", "kernel log", "shutdown")):
+        for w in what:
+            r = row(rows, "qemu %s: %s" % (self.GUEST, w))
+            self.assertEqual(r[0], "PASS", "%s\n%s" % (r, self.log_text[-3000:]))
+
     def test_canned_results(self):
-        st, rows, _ = self.boot(CANNED_RUN)
-        msg = "\n".join(map(str, rows)) + "\n" + self.log_text[-3000:]
+        _, rows, _ = self.boot(CANNED_RUN)
         for abi in self.guest["abis"]:
-            self.assertEqual(st[self.name(abi, "pass")], "PASS", msg)
-        self.assertEqual(st[self.name(self.abi32, "fail")], "FAIL", msg)
-        self.assertEqual(st[self.name(self.abi32, "skip")], "SKIP", msg)
-        self.assertEqual(st[self.name(self.abi32, "forge")], "FAIL", msg)
-        self.assertEqual(st[self.name(self.abi32, "hang")], "FAIL", msg)
-        self.assertIn("timed out after 3s", row(rows, self.name(self.abi32, "hang"))[2])
-        self.assertEqual(st[self.name(self.abi32, "after")], "PASS", msg)
+            self.assert_row(rows, abi, "pass", "PASS")
+        a = self.abi32
+        self.assert_row(rows, a, "fail", "FAIL")
+        self.assert_row(rows, a, "skip", "SKIP")
+        self.assert_row(rows, a, "forge", "FAIL")
+        hang = self.assert_row(rows, a, "hang", "FAIL")
+        self.assertIn("timed out after 3s; its process group was killed", hang[2])
+        self.assert_row(rows, a, "after", "PASS")
         native = self.guest["init_abi"]
-        self.assertEqual(st[self.name(native, "tap")], "FAIL", msg)
-        self.assertEqual(st[self.name(native, "tap") + ": 1 first"], "PASS", msg)
+        self.assert_row(rows, native, "tap", "FAIL")
+        self.assertEqual(row(rows, self.name(native, "tap") + ": 1 first")[0], "PASS")
         self.assertIn("hello from 32-bit user space", self.log_text)
-        for what in ("boot", "kernel log", "shutdown"):
-            self.assertEqual(st["qemu %s: %s" % (self.GUEST, what)], "PASS", msg)
+        self.assert_guest_rows(rows)
+
+    # init waits until a test's process group is gone before the next test
+    # starts, and a test whose leftovers outlive SIGKILL fails.
+    def test_what_a_test_leaves_behind_goes_before_the_next(self):
+        with open(os.path.join(self.build_dir, ".config")) as f:
+            if "CONFIG_CGROUP_FREEZER=y\n" not in f.read():
+                self.skipTest("the %s kernel has no cgroup v1 freezer" % self.GUEST)
+        _, rows, _ = self.boot(["freeze", "thaw", "after"])
+        a = self.abi32
+        freeze = self.assert_row(rows, a, "freeze", "FAIL")
+        self.assertIn(
+            "exit 0, but some of its process group was still there 10s after "
+            "SIGKILL",
+            freeze[2],
+        )
+        self.assert_row(rows, a, "thaw", "PASS")
+        self.assert_row(rows, a, "after", "PASS")
+        self.assert_guest_rows(rows)
 
     def test_kernel_crash_in_a_test(self):
         st, rows, _ = self.boot(["crash", "after"])

@@ -62,11 +62,21 @@ class Parser(unittest.TestCase):
         self.assertIn("SIGSEGV", detail)
 
     def test_timeout(self):
-        rows = judge_one("64/t", "", "timeout=3")
-        st, _, detail = row(rows, "qemu x86_64/64: t")
-        self.assertEqual(st, "FAIL")
-        self.assertIn("timed out after 3s", detail)
-        self.assertEqual(row(rows, "qemu x86_64: shutdown")[0], "PASS")
+        for end, group in (("", "killed"), (" unkillable", "NOT killable")):
+            rows = judge_one("64/t", "", "timeout=3" + end)
+            st, _, detail = row(rows, "qemu x86_64/64: t")
+            self.assertEqual(st, "FAIL")
+            self.assertIn("timed out after 3s; its process group was " + group, detail)
+            self.assertEqual(row(rows, "qemu x86_64: shutdown")[0], "PASS")
+
+    def test_leftover_that_survives_sigkill_fails_a_passing_test(self):
+        # init's next test must not share the machine with this one's.
+        for result, how in (("exit=0", "exit 0"), ("signal=9", "signal 9")):
+            rows = judge_one("64/t", "", result + " unkillable")
+            st, _, detail = row(rows, "qemu x86_64/64: t")
+            self.assertEqual(st, "FAIL", result)
+            self.assertIn(how + ", but some of its process group was still", detail)
+            self.assertIn("log at /logs/qemu-x86_64.log:9", detail)
 
     def test_not_ok_inside_exit_0_fails(self):
         out = (
