@@ -45,7 +45,7 @@ def qemu_command(
     return [
         guest["qemu"],
         "-accel",
-        "tcg",
+        guest["accel"],
         "-nographic",
         "-no-reboot",
         "-monitor",

@@ -27,6 +27,8 @@ Data files:
                               qemu_args, memory, smp, console, append, abis,
                               init_abi, boot_timeout, poweroff_timeout,
                               debug_scale, kmemleak_timeout; optional:
+                              accel = tcg[,options] (QEMU's -accel;
+                              default tcg),
                               tests = <name> ... (selftests of its ABIs, by
                               their selftests.txt names; default: all of
                               them; an unknown name is an error), expect and

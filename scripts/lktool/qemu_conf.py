@@ -61,6 +61,10 @@ def load_guest(
     g["qemu_args"] = shlex.split(g.get("qemu_args", ""))
     if any("kvm" in a for a in g["qemu_args"]):
         raise common.Failure("%s: qemu_args must not use KVM (TCG only)" % path)
+    # QEMU's -accel: TCG (one host thread per vCPU), or with options.
+    g.setdefault("accel", "tcg")
+    if g["accel"].split(",")[0] != "tcg":
+        raise common.Failure("%s: accel must be tcg[,options] (TCG only)" % path)
     g.setdefault("console", "ttyS0")
     g.setdefault("append", "")
     g.setdefault("memory", "512")

@@ -18,7 +18,7 @@ import unittest
 
 from unittest import mock
 
-from .. import common, fuzz, fuzz_trinity
+from .. import boot, common, fuzz, fuzz_trinity
 from .support import QUICK
 
 
@@ -86,6 +86,18 @@ class Main(unittest.TestCase):
             fuzz.main(["--phase", "bogus", "--out", "/nonexistent"])
         self.assertEqual(cm.exception.code, 2)
         self.assertIn("invalid choice", err.getvalue())
+
+    def test_guests_fuzz_on_one_host_thread(self):
+        # multi-threaded TCG wedged x86_64 (fuzz.FUZZ_CONF's comment)
+        booted = []
+        with tempfile.TemporaryDirectory() as out, mock.patch.object(
+            fuzz, "fuzz_guest", lambda g, *a: booted.append(g)
+        ):
+            fuzz.fuzz_guests(common.Results(echo=False), out, ci=True)
+        self.assertEqual([g["name"] for g in booted], ["x86_64", "i386"])
+        for g in booted:
+            cmd = boot.qemu_command(g, "/k", "/rd", "0123")
+            self.assertEqual(cmd[1:3], ["-accel", "tcg,thread=single"])
 
 
 FAKE_TRINITY = """\

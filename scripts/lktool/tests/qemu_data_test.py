@@ -80,6 +80,14 @@ class DataFiles(unittest.TestCase):
                 )
             with self.assertRaises(common.Failure):
                 qemu_conf.load_guest("bad", conf_dir=d)
+            for accel in ("kvm", "tcg:kvm", "hvf,thread=single"):
+                with self.assertRaises(common.Failure, msg=accel):
+                    qemu_conf.load_guest("i386", overrides={"accel": accel})
+
+    def test_accel_options(self):
+        g = qemu_conf.load_guest("x86_64", overrides={"accel": "tcg,thread=single"})
+        cmd = boot.qemu_command(g, "/k", "/rd", TOKEN)
+        self.assertEqual(cmd[1:3], ["-accel", "tcg,thread=single"])
 
     def test_command_line(self):
         g = qemu_conf.load_guest("x86_64", overrides={"smp": "2"})
