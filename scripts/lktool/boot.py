@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
+import contextlib
 import os
 import secrets
 import selectors
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 from . import common
@@ -117,6 +120,26 @@ def missing_kernel(
     )
 
 
+@contextlib.contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """While a boot runs, SIGTERM (timeout(1), a CI job's limit) exits
+    through the finally blocks, like ^C, so that qemu, which runs in a
+    session of its own and does not get the signal, is killed too.  Signal
+    handlers belong to the main thread: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(sig: int, frame: object) -> None:
+        raise SystemExit(128 + sig)
+
+    old = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def boot(
     guest: common.Guest,
     kernel: str,
@@ -147,7 +170,7 @@ def boot(
     os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
     start_mark = ("lk-qemu %s start" % token).encode()
     done_mark = ("lk-qemu %s done" % token).encode()
-    with open(log_path, "wb") as logf:
+    with open(log_path, "wb") as logf, sigterm_unwinds():
         logf.write(
             host_line(token, "guest=%s kernel=%s" % (guest["name"], kernel)).encode()
         )

@@ -65,8 +65,8 @@ still there KILL_WAIT seconds after SIGKILL fails).  The host kills qemu
 at a wall-clock limit of boot_timeout + the sum of the test limits (each
 plus KILL_WAIT; + kmemleak_timeout on kmemleak kernels; everything times
 debug_scale on KASAN or kmemleak kernels), or poweroff_timeout after the
-"done" marker.  No "done" marker means that the
-guest crashed or hung, which is a failure.
+"done" marker.  No "done" marker means that the guest crashed or hung,
+which is a failure.  ^C or SIGTERM to the tool kills qemu too.
 
 Environment: LK_OUT (default ~/.cache/linux-v4.20-work) holds the kernel
 tree (tree/), the build directories (build/<target>/), the logs (logs/) and

@@ -6,9 +6,11 @@ import io
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from .. import boot, common, qemu, qemu_conf, serial, userspace, verdict
@@ -442,3 +444,38 @@ class GuestKeys(unittest.TestCase):
             [(k, rx.pattern) for k, rx in g["expects"]], [("expect_a", "^# A #1$")]
         )
         self.assertEqual((g["memory"], g["expectation"]), ("256", "x"))
+
+
+class Interrupted(unittest.TestCase):
+    """SIGTERM to the tool during a boot kills qemu too (it runs in a
+    session of its own, so the signal does not reach it)."""
+
+    def test_sigterm_kills_qemu(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "qemu")
+            pidfile = os.path.join(d, "pid")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho $$ > %s\nexec sleep 600\n" % pidfile)
+            os.chmod(fake, 0o755)
+            kernel = os.path.join(d, "bzImage")
+            open(kernel, "w").close()
+            log = os.path.join(d, "boot.log")
+            code = (
+                "import sys; sys.path.insert(0, %r)\n"
+                "from lktool import boot, qemu_conf\n"
+                "g = qemu_conf.load_guest('i386', overrides={'qemu': %r})\n"
+                "boot.boot(g, %r, '/rd', %r, limit=300)\n" % (HERE, fake, kernel, log)
+            )
+            p = subprocess.Popen([sys.executable, "-c", code])
+            for _ in range(200):
+                if os.path.exists(pidfile) and os.path.getsize(pidfile):
+                    break
+                time.sleep(0.05)
+            with open(pidfile) as f:
+                qemu_pid = int(f.read())
+            p.terminate()
+            self.assertEqual(p.wait(timeout=60), 128 + signal.SIGTERM)
+            with self.assertRaises(ProcessLookupError):
+                os.kill(qemu_pid, 0)
+            with open(log) as f:
+                self.assertRegex(f.read(), r"end status=-9 killed=interrupted ")
