@@ -446,6 +446,14 @@ class GuestKeys(unittest.TestCase):
         self.assertEqual((g["memory"], g["expectation"]), ("256", "x"))
 
 
+def stop(pid):
+    """SIGKILL pid if it is still there (a failed test's leftover)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 class Interrupted(unittest.TestCase):
     """SIGTERM to the tool during a boot kills qemu too (it runs in a
     session of its own, so the signal does not reach it)."""
@@ -467,12 +475,14 @@ class Interrupted(unittest.TestCase):
                 "boot.boot(g, %r, '/rd', %r, limit=300)\n" % (HERE, fake, kernel, log)
             )
             p = subprocess.Popen([sys.executable, "-c", code])
+            self.addCleanup(p.kill)  # nothing once it has been waited for
             for _ in range(200):
                 if os.path.exists(pidfile) and os.path.getsize(pidfile):
                     break
                 time.sleep(0.05)
             with open(pidfile) as f:
                 qemu_pid = int(f.read())
+            self.addCleanup(stop, qemu_pid)
             p.terminate()
             self.assertEqual(p.wait(timeout=60), 128 + signal.SIGTERM)
             with self.assertRaises(ProcessLookupError):
