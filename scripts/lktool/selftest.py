@@ -7,6 +7,7 @@ import argparse
 
 from typing import Iterator, Sequence
 
+import bisect
 import os
 import re
 import sys
@@ -129,7 +130,8 @@ def unittest_failures(text: str) -> dict[str, str]:
         if not m:
             continue
         # Its head (and docstring) ends at a rule, its text at the next.
-        rules = [j for j in all_rules if j > i][:2]
+        k = bisect.bisect_right(all_rules, i)
+        rules = all_rules[k : k + 2]
         if not rules:
             continue
         block = lines[rules[0] + 1 : rules[1] if len(rules) > 1 else None]

@@ -14,7 +14,7 @@ import textwrap
 import time
 import unittest
 
-from .. import common, qemu, qemu_conf, serial, userspace
+from .. import common, qemu, qemu_conf, userspace
 from .qemu_programs import CANNED_RUN, FREEZER_H, PROGRAMS, WORD_BITS
 from .qemu_support import OTHER, row, statuses
 from .support import QUICK
@@ -119,6 +119,7 @@ class RealBoot:
         )
         with open(log_path) as f:
             self.log_text = f.read()
+        self.report = r  # the parsed log, or None
         return statuses(results.rows), results.rows, took
 
     def name(self, abi, test):
@@ -128,9 +129,7 @@ class RealBoot:
         """The row of test, run for abi, has status; the message shows the
         row and what the test printed.  Returns the row."""
         r = row(rows, self.name(abi, test))
-        run = serial.parse_log(self.log_text).tests.get(
-            userspace.manifest_name(abi, test)
-        )
+        run = self.report and self.report.tests.get(userspace.manifest_name(abi, test))
         printed = "".join(l + "\n" for _, l in run.output) if run else "(not run)\n"
         self.assertEqual(r[0], status, "%s; it printed:\n%s" % (r, printed))
         return r
@@ -160,9 +159,8 @@ class RealBoot:
     # init waits until a test's process group is gone before the next test
     # starts, and a test whose leftovers outlive SIGKILL fails.
     def test_what_a_test_leaves_behind_goes_before_the_next(self):
-        with open(os.path.join(self.build_dir, ".config")) as f:
-            if "CONFIG_CGROUP_FREEZER=y\n" not in f.read():
-                self.skipTest("the %s kernel has no cgroup v1 freezer" % self.GUEST)
+        if "CONFIG_CGROUP_FREEZER" not in qemu_conf.kernel_config(self.build_dir):
+            self.skipTest("the %s kernel has no cgroup v1 freezer" % self.GUEST)
         _, rows, _ = self.boot(["freeze", "thaw", "after"])
         a = self.abi32
         freeze = self.assert_row(rows, a, "freeze", "FAIL")
