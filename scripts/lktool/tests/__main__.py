@@ -24,6 +24,7 @@ GROUPS = {
         "goals_test",
         "ci_goals_test",
         "stages_test",
+        "support_test",
         "qemu_stages_test",
         "lint_test",
         "config_test",

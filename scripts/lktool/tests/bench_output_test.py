@@ -43,6 +43,7 @@ from .bench_test import (
     case,
     numbered,
 )
+from . import support
 from .qemu_support import cpio_files
 from .support import QUICK
 
@@ -328,23 +329,22 @@ class Program(unittest.TestCase):
         shutil.rmtree(cls.dir)
 
     def binary(self, abi):
+        """bench built for abi, on a host that can run it (else skip)."""
         prog, text = self.builds[abi, "system"]
         if prog is None and "not installed" in text:
             self.skipTest(text)
         self.assertIsNotNone(prog, text)
+        support.skip_unless_host_runs(self, abi)
         return prog
 
     def run_bench(self, argv, prefix=(), timeout=120):
-        try:
-            return subprocess.run(
-                list(prefix) + argv,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                universal_newlines=True,
-                timeout=timeout,
-            )
-        except OSError as e:
-            self.skipTest("cannot run %s here: %s" % (argv[0], e))
+        return subprocess.run(
+            list(prefix) + argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=timeout,
+        )
 
     def test_compiles_without_warnings(self):
         for (abi, label), (prog, text) in sorted(self.builds.items()):

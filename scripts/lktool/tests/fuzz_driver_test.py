@@ -19,6 +19,7 @@ import unittest
 from unittest import mock
 
 from .. import boot, common, fuzz, fuzz_trinity
+from . import support
 from .support import QUICK
 
 
@@ -276,6 +277,7 @@ class CpuProbe(unittest.TestCase):
     """fuzz_cpu.c on the host's CPU, as a 32-bit program."""
 
     def test_a_cpu_ignores_vm_in_an_iret_at_cpl_3(self):
+        support.skip_unless_host_runs(self, "32")
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "lk-fuzz-32")
             subprocess.run(

@@ -2,7 +2,9 @@
 """Helpers of the tests of lktool."""
 
 import os
+import shutil
 import subprocess
+import tempfile
 
 from .. import basetree, common, qemu_conf, series
 
@@ -94,3 +96,63 @@ def applied_selftests(testcase):
     specs = qemu_conf.read_selftests()
     testcase.assertTrue(specs)
     return tree, specs
+
+
+def exec_problem(argv):
+    """Why the host will not run argv to a clean exit, or None.
+
+    The host's kernel decides which ELF files it starts: a 64-bit x86
+    kernel built without IA32 emulation refuses every i386 program,
+    static or not, with ENOEXEC ("Exec format error")."""
+    try:
+        r = subprocess.run(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60
+        )
+    except OSError as e:
+        return "%s: %s" % (os.path.basename(argv[0]), e.strerror or e)
+    except subprocess.TimeoutExpired:
+        return "%s: still running after 60s" % os.path.basename(argv[0])
+    if r.returncode:
+        return "%s: exit status %d" % (os.path.basename(argv[0]), r.returncode)
+    return None
+
+
+_HOST_ABIS = {}
+
+
+def host_abi_problem(abi_name):
+    """Why this host cannot run programs of the user-space ABI abi_name
+    (configs/qemu/abi/NAME.conf), or None: an empty program built with
+    the ABI's compiler and flags, run once per process."""
+    if abi_name not in _HOST_ABIS:
+        abi = qemu_conf.load_abi(abi_name)
+        if not shutil.which(abi["cc"]):
+            _HOST_ABIS[abi_name] = "%s is not installed" % abi["cc"]
+            return _HOST_ABIS[abi_name]
+        with tempfile.TemporaryDirectory(prefix="lk-abi.") as d:
+            src, prog = os.path.join(d, "empty.c"), os.path.join(d, "empty")
+            write(src, "int main(void)\n{\n\treturn 0;\n}\n")
+            r = subprocess.run(
+                [abi["cc"]] + abi["cflags"] + ["-o", prog, src],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                universal_newlines=True,
+            )
+            if r.returncode:
+                why = "%s cannot build a program: %s" % (abi["cc"], r.stdout.strip())
+            else:
+                why = exec_problem([prog])
+        _HOST_ABIS[abi_name] = (
+            None
+            if why is None
+            else "this host cannot run ABI %s programs (%s)" % (abi_name, why)
+        )
+    return _HOST_ABIS[abi_name]
+
+
+def skip_unless_host_runs(testcase, abi_name):
+    """Skip testcase, naming the reason, on a host that cannot run
+    programs of abi_name: such a test needs a guest, not this host."""
+    why = host_abi_problem(abi_name)
+    if why is not None:
+        testcase.skipTest(why)
