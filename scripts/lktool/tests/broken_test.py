@@ -14,9 +14,9 @@ from .series_test import COVER
 from .support import IDENT, LK, QUICK, TOP, have_base, repo_git, write
 
 # What the tests build: lib/bcd.o of um-defconfig at the tip, and the
-# objects a patch touches for x86_64 at each patch.
+# objects a patch touches for x86_64-defconfig at each patch.
 TIP_BUILD = ("--target", "um-defconfig", "--goal", "lib/bcd.o")
-PATCH_BUILD = ("--bisect-target", "x86_64")
+PATCH_BUILD = ("--bisect-target", "x86_64-defconfig")
 
 
 @unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
@@ -152,7 +152,7 @@ class BrokenPatches(unittest.TestCase):
         out = self.failed_test_run(d, "selftest kunit qemu", *PATCH_BUILD, *TIP_BUILD)
         self.assertRegex(
             out,
-            r"FAIL: build x86_64: broken/0001-%s - make "
+            r"FAIL: build x86_64-defconfig: broken/0001-%s - make "
             r"lib/bcd.o failed: .*lib/bcd.c:\d+:\d+: error" % re.escape(name),
         )
         self.assertRegex(
@@ -193,10 +193,10 @@ class BrokenPatches(unittest.TestCase):
         out = self.failed_test_run(d, "build selftest kunit", *PATCH_BUILD)
         self.assertRegex(
             out,
-            r"FAIL: build x86_64: broken/0001-%s - make "
+            r"FAIL: build x86_64-defconfig: broken/0001-%s - make "
             r"lib/bcd.o failed" % re.escape(names[0]),
         )
-        self.assertIn("PASS: build x86_64: broken/0002-%s" % names[1], out)
+        self.assertIn("PASS: build x86_64-defconfig: broken/0002-%s" % names[1], out)
         self.assertOnSeries()
 
     def test_patch_with_a_new_compiler_warning(self):
@@ -227,7 +227,7 @@ class BrokenPatches(unittest.TestCase):
         self.assertEqual(code, 0, out)
         code, out = self.lk("--series-dir", d, "check", *PATCH_BUILD)
         self.assertNotEqual(code, 0, out)
-        self.assertIn("PASS: build x86_64: broken/0001-%s" % name, out)
+        self.assertIn("PASS: build x86_64-defconfig: broken/0001-%s" % name, out)
         self.assertRegex(
             out,
             r"FAIL: sparse: broken/0001-%s - 1 new warning.*"
@@ -362,7 +362,7 @@ class BrokenPatches(unittest.TestCase):
         self.assertIn("FAIL: checkpatch: broken/0001-%s" % name, out)
         self.assertIn("TRAILING_WHITESPACE", out)
         # Everything else about the patch is fine: only checkpatch fails.
-        self.assertIn("PASS: build x86_64: broken/0001-%s" % name, out)
+        self.assertIn("PASS: build x86_64-defconfig: broken/0001-%s" % name, out)
         self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
         self.assertOnSeries()
 

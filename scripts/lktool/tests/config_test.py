@@ -347,29 +347,28 @@ class KconfigOnlyPrerequisites(unittest.TestCase):
 
 
 class GuestTargets(unittest.TestCase):
-    """The guests' kernels are the defconfig targets less guest.config."""
+    """The guests' kernels are allnoconfig plus what they need."""
 
-    def test_guest_kernel_is_its_defconfig_target_less_guest_config(self):
-        # The x86_64 guest also has the x32 ABI: x32.config.
-        for name, extra in (("x86_64", ["x32.config"]), ("i386", [])):
-            guest, plain = (
-                targetconf.load_target(name),
-                targetconf.load_target(name + "-defconfig"),
-            )
-            for key in ("arch", "cross_compile", "defconfig", "goals"):
-                self.assertEqual(guest[key], plain[key], (name, key))
-            self.assertEqual(
-                sorted(guest["fragments"]),
-                sorted(plain["fragments"] + extra + ["guest.config"]),
-                name,
-            )
-
-    def test_arm_guest_kernels_are_allnoconfig_plus_what_they_need(self):
+    def test_guest_kernels_are_allnoconfig_plus_what_they_need(self):
         # Their architecture and compiler are those of the defconfig
-        # targets; the guests' fragments name everything they build.
-        for name, plain, extra in (
-            ("arm-guest", "arm", "arm-virt.config"),
-            ("arm64-guest", "arm64", ["arm64-compat.config", "arm64-pauth.config"]),
+        # targets; the guests' fragments name everything they build: what
+        # every guest needs, the machine's devices, the architecture's
+        # extras, KUnit and binderfs.
+        for name, plain, machine, extra in (
+            (
+                "x86_64",
+                "x86_64-defconfig",
+                "pc",
+                ["pc-numa.config", "compat.config", "x32.config"],
+            ),
+            ("i386", "i386-defconfig", "pc", []),
+            ("arm-guest", "arm", "virt", ["arm-virt.config"]),
+            (
+                "arm64-guest",
+                "arm64",
+                "virt",
+                ["arm64-compat.config", "arm64-pauth.config"],
+            ),
         ):
             guest, defconfig = targetconf.load_target(name), targetconf.load_target(
                 plain
@@ -378,15 +377,23 @@ class GuestTargets(unittest.TestCase):
                 self.assertEqual(guest[key], defconfig[key], (name, key))
             self.assertEqual(guest["defconfig"], "allnoconfig")
             self.assertIn("allnoconfig", targetconf.ALLCONFIG_TARGETS)
-            extra = [extra] if isinstance(extra, str) else extra
             self.assertEqual(
                 guest["fragments"],
-                ["virt-guest.config"] + extra + ["kunit.config", "binderfs.config"],
+                ["qemu-guest.config", machine + "-guest.config"]
+                + extra
+                + ["kunit.config", "binderfs.config"],
                 name,
             )
             self.assertIn("vmlinux", guest["goals"])
             # Built in full by CI, as the guests' kernels are.
             self.assertIsNone(guest["ci_goals"], name)
+
+    def test_every_fragment_is_used(self):
+        d = os.path.join(TOP, "configs", "targets")
+        used = set()
+        for fn in os.listdir(d):
+            used |= set(targetconf.load_target(fn[: -len(".conf")])["fragments"])
+        self.assertEqual(sorted(os.listdir(common.FRAGMENTS)), sorted(used))
 
     def test_every_guest_but_the_debug_ones_boots_in_ci(self):
         # `lk test` boots the guests whose target the build stage built.
@@ -404,14 +411,6 @@ class GuestTargets(unittest.TestCase):
             for _, line, _ in targetconf.fragment_lines({"fragments": ["x32.config"]})
         ]
         self.assertEqual(lines, ["CONFIG_X86_X32=y"])
-
-    def test_guest_config_only_turns_options_off(self):
-        # Anything it turned on would be built and booted in CI but never
-        # in the defconfig builds a user makes.
-        lines = targetconf.fragment_lines({"fragments": ["guest.config"]})
-        self.assertTrue(lines)
-        for _, line, _ in lines:
-            self.assertRegex(line, r"^# CONFIG_\w+ is not set$")
 
     def test_every_patch_is_checked_on_the_plain_defconfigs(self):
         self.assertEqual(
