@@ -358,6 +358,10 @@ def build_dirs_for(
     return sorted(dirs)
 
 
+# Header names one git grep of header_users() looks for at most.
+GREP_ALTERNATIVES = 200
+
+
 def header_users(
     tree: str, headers: Sequence[str], arch: str, depth: int = 2
 ) -> list[str]:
@@ -385,23 +389,30 @@ def header_users(
 
     sources, seen, level = set(), set(headers), list(headers)
     for _ in range(depth):
-        found = []
+        # One git grep per set of paths, for all the spellings searched
+        # there: each grep reads the whole tree, whatever it looks for.
+        spellings: dict[tuple[str, ...], list[str]] = {}
         for spelling, paths in sorted({where(h) for h in level}):
-            r = common.run(
-                [
-                    "git",
-                    "grep",
-                    "-l",
-                    "-E",
-                    r'^\s*#\s*include\s*[<"]%s[>"]' % re.escape(spelling),
-                    "--",
-                ]
-                + list(paths),
-                cwd=tree,
-                capture=True,
-                check=False,
-            )
-            found += r.stdout.split()
+            spellings.setdefault(paths, []).append(re.escape(spelling))
+        found = []
+        for paths, names in sorted(spellings.items()):
+            for i in range(0, len(names), GREP_ALTERNATIVES):
+                r = common.run(
+                    [
+                        "git",
+                        "grep",
+                        "-l",
+                        "-E",
+                        r'^\s*#\s*include\s*[<"](%s)[>"]'
+                        % "|".join(names[i : i + GREP_ALTERNATIVES]),
+                        "--",
+                    ]
+                    + list(paths),
+                    cwd=tree,
+                    capture=True,
+                    check=False,
+                )
+                found += r.stdout.split()
         level = []
         for f in found:
             if outside_image(f, arch):

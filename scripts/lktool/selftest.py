@@ -153,10 +153,13 @@ def run_selftest_script(
     cmd = [sys.executable, os.path.join(common.TOP, TESTS), script]
     if args.quick:
         cmd.insert(2, "--quick")
-    env = dict(
-        os.environ, LK_OUT=common.out_dir(args), LK_QEMU_STAGE_GUESTS=" ".join(qemu_ran)
-    )
     logfile = os.path.join(common.out_dir(args), "logs", "%s.log" % tag)
+    env = dict(
+        os.environ,
+        LK_OUT=common.out_dir(args),
+        LK_QEMU_STAGE_GUESTS=" ".join(qemu_ran),
+        LK_TEST_TIMES=logfile[: -len(".log")] + "-times.txt",
+    )
     os.makedirs(os.path.dirname(logfile), exist_ok=True)
     open(logfile, "w").close()
     r = common.run_watched(cmd, logfile, tag, UNITTEST_DONE_RE, "tests done", env=env)

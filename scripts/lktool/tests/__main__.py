@@ -7,10 +7,13 @@ GROUP is one of lk, qemu, fuzz, bench (default: all of them, in that
 order).  --quick leaves out the tests that need a base tree, a compiler
 or a QEMU boot; they are reported as skipped, never as passed.  Each
 test prints one `unittest -v` line, which `scripts/lk selftest` reads.
+With LK_TEST_TIMES=FILE, each test's seconds (setUpClass counted with
+the class's first test) go to FILE, slowest first: where the time goes.
 """
 import importlib
 import os
 import sys
+import time
 import unittest
 
 # Run as `python3 scripts/lktool/tests`: the package is two levels up.
@@ -47,6 +50,26 @@ GROUPS = {
 }
 
 
+class TimedResult(unittest.TextTestResult):
+    """A TextTestResult that also keeps the seconds between the ends of
+    consecutive tests, so that a class's set-up counts with its first."""
+
+    times: list = []
+    last = time.monotonic()
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        now = time.monotonic()
+        TimedResult.times.append((now - TimedResult.last, test.id()))
+        TimedResult.last = now
+
+
+def write_times(path):
+    with open(path, "w") as f:
+        for secs, name in sorted(TimedResult.times, reverse=True):
+            f.write("%8.2f  %s\n" % (secs, name))
+
+
 def main(argv):
     args = list(argv)
     if "--quick" in args:
@@ -65,7 +88,9 @@ def main(argv):
         for name in GROUPS[group]:
             module = importlib.import_module("lktool.tests." + name)
             suite.addTests(loader.loadTestsFromModule(module))
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    result = unittest.TextTestRunner(verbosity=2, resultclass=TimedResult).run(suite)
+    if os.environ.get("LK_TEST_TIMES"):
+        write_times(os.environ["LK_TEST_TIMES"])
     return 0 if result.wasSuccessful() else 1
 
 
