@@ -272,14 +272,16 @@ def run_guests(
     build_dir: str | None = None,
     timeout: int | None = None,
     echo: bool = False,
+    cache: dict[Any, Any] | None = None,
 ) -> None:
     """build + initramfs + boot + parse for each guest named: `lk qemu` and
     `lk_qemu.py run`.  Rows go to results as they come; a data file that
-    is wrong raises Failure."""
+    is wrong raises Failure.  cache keeps the programs built for an ABI
+    across calls (run_guest()), so that one run builds them once."""
     tree, scratch, logs = places(out, tree, scratch, logs)
     specs = qemu_conf.read_selftests(tests or qemu_conf.SELFTESTS)
     guests = load_guests(names, specs, overrides, build_dir)
-    cache: dict[Any, Any] = {}
+    cache = {} if cache is None else cache
     for g in guests:
         run_guest(
             g,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import argparse
 import os
@@ -49,6 +49,9 @@ def do_qemu(
                 "no guest kernel has been built; run 'scripts/lk "
                 "build --target x86_64 --target i386' first"
             )
+    # The guests of one ABI (x86_64 and i386 run 32-bit programs, arm64
+    # and arm 32-bit arm ones) share its programs: built once a run.
+    cache: dict[Any, Any] = {}
     for guest in guests:
         conf = common.read_kv(os.path.join(common.GUESTS, guest + ".conf"))
         build_dir = os.path.join(out, "build", conf["target"])
@@ -61,7 +64,9 @@ def do_qemu(
             continue
         t0 = time.time()
         in_process(
-            results, "qemu " + guest, lambda: qemu.run_guests(results, out, [guest])
+            results,
+            "qemu " + guest,
+            lambda: qemu.run_guests(results, out, [guest], cache=cache),
         )
         common.log("qemu: %s took %ds" % (guest, time.time() - t0))
         if kunit.conf_has_kunit(build_dir):

@@ -75,13 +75,15 @@ class QemuStage(unittest.TestCase):
     def test_each_built_guest_boots_in_process_with_its_rows(self):
         out = tempfile.mkdtemp()
         self.addCleanup(__import__("shutil").rmtree, out)
-        kernel = qemu_stages.guest_kernel("i386", out)
-        os.makedirs(os.path.dirname(kernel))
-        open(kernel, "w").close()
+        for guest in ("x86_64", "i386"):
+            kernel = qemu_stages.guest_kernel(guest, out)
+            os.makedirs(os.path.dirname(kernel))
+            open(kernel, "w").close()
         calls = []
 
-        def fake_run(results, where, names):
-            calls.append((where, names))
+        def fake_run(results, where, names, cache):
+            calls.append((where, names, cache))
+            cache.setdefault("built", []).append(names[0])
             results.passed("qemu %s: boot" % names[0])
 
         results = common.Results(echo=False)
@@ -89,8 +91,15 @@ class QemuStage(unittest.TestCase):
             qemu, "run_guests", fake_run
         ), mock.patch.object(common, "log"):
             qemu_stages.do_qemu(argparse.Namespace(out=out), results)
-        self.assertEqual(calls, [(out, ["i386"])])
-        self.assertEqual(results.rows, [("PASS", "qemu i386: boot", "")])
+        self.assertEqual([c[:2] for c in calls], [(out, ["i386"]), (out, ["x86_64"])])
+        self.assertEqual(
+            results.rows,
+            [("PASS", "qemu i386: boot", ""), ("PASS", "qemu x86_64: boot", "")],
+        )
+        # one cache for the run: the programs of an ABI that both guests
+        # run (32-bit x86) are built once
+        self.assertIs(calls[0][2], calls[1][2])
+        self.assertEqual(calls[1][2]["built"], ["i386", "x86_64"])
 
     def test_fuzz_passes_its_options_to_the_harness(self):
         calls = []
