@@ -194,8 +194,27 @@ def object_goals(
     goals = []
     for obj in objs:
         if obj in rules and object_built(rules[obj], config, wanted):
+            if is_head_object(tree, d + obj):
+                return None
             goals.append(d + obj)
     return goals
+
+
+def is_head_object(tree: str, obj: str) -> bool:
+    """Whether obj is one of its architecture's head-y objects (head.o,
+    head_64.o, ...).  The top Makefile makes those depend on every
+    directory of vmlinux, so that `make arch/arm64/kernel/head.o` builds
+    all of them: such an object is built with its directory instead."""
+    parts = obj.split("/")
+    if len(parts) < 3 or parts[0] != "arch":
+        return False
+    text = read_text(os.path.join(tree, "arch", parts[1], "Makefile"))
+    for m in re.finditer(r"(?m)^head-y\s*[:+]?=\s*(.*)$", text):
+        for word in m.group(1).split():
+            pattern = ".*".join(re.escape(p) for p in re.split(r"\$\([^)]*\)", word))
+            if re.fullmatch(pattern, obj):
+                return True
+    return False
 
 
 def read_text(path: str) -> str:
@@ -274,7 +293,18 @@ def outside_image(f: str, arch: str) -> bool:
 SYSCALL_TABLE_USERS = {
     "arch/x86/entry/syscalls/": "arch/x86/entry/",
     "arch/arm/tools/": "arch/arm/kernel/",
+    # arm64's AArch32 table is a header, which sys32.c includes
+    "arch/arm64/include/asm/unistd32.h": "arch/arm64/kernel/",
 }
+
+
+def table_user(f: str) -> str | None:
+    """The directory that includes what a system call table f generates
+    (or f itself), or None if f is no system call table."""
+    for t, u in SYSCALL_TABLE_USERS.items():
+        if f == t or (f.startswith(t) and f.endswith(".tbl")):
+            return u
+    return None
 
 
 def build_dirs_for(
@@ -310,13 +340,9 @@ def build_dirs_for(
             continue
         base = os.path.basename(f)
         d = os.path.dirname(f)
-        users = [
-            u
-            for t, u in SYSCALL_TABLE_USERS.items()
-            if f.startswith(t) and f.endswith(".tbl")
-        ]
-        if users:
-            dirs.add(users[0])
+        user = table_user(f)
+        if user:
+            dirs.add(user)
         elif (
             f == "scripts/checksyscalls.sh"
             or (base.startswith("Kconfig") and d in ("arch", "arch/" + arch))
@@ -450,7 +476,14 @@ def patch_goals(
         return dirs
     config = targetconf.read_config(os.path.join(bdir, ".config"))
     goals = []
+    tables = {table_user(f) for f in files} - {None}
     for d in dirs:
+        if d in tables:
+            # It includes what is generated from a changed system call
+            # table (build_dirs_for()): built whole, as no object of it
+            # need be touched.
+            goals.append(d)
+            continue
         objs = object_goals(tree, config, d, files, makefile_diff)
         if objs is None and not objects_only:
             objs = [d]

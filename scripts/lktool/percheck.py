@@ -211,7 +211,20 @@ def do_check(
         raise common.Failure(
             "no target to build at each patch (configs/matrix/bisect is empty)"
         )
-    build_each_patch(args, results, tree, upstream, commits, targets, logdir)
+    arch_targets = (
+        []
+        if args.bisect_target
+        else [targetconf.load_target(n) for n in targetconf.matrix("bisect-arch")]
+    )
+    build_each_patch(
+        args, results, tree, upstream, commits, targets, logdir, arch_targets
+    )
+
+
+def touches_arch(files: list[str], t: common.Target) -> bool:
+    """Whether a patch changes a file of t's architecture (arch/SRCARCH/):
+    the patches that a target of configs/matrix/bisect-arch is built at."""
+    return any(f.startswith("arch/%s/" % common.srcarch(t["arch"])) for f in files)
 
 
 def build_each_patch(
@@ -222,9 +235,22 @@ def build_each_patch(
     commits: dict[str, str],
     targets: list[common.Target],
     logdir: str,
+    arch_targets: list[common.Target] | None = None,
 ) -> None:
     """The per-patch part of do_check(): build what each upstream-bound
-    patch touches for each target, and run sparse on its C files."""
+    patch touches for each target, and run sparse on its C files.
+
+    arch_targets (configs/matrix/bisect-arch: arm, arm64) are built only
+    at the patches that change a file of their architecture, there too
+    what the patch touches: the generic code of every patch is built per
+    patch on x86 (targets), and on every architecture at the tip.
+    Sparse runs on the first of targets that builds the patch's C files,
+    or else on the first of arch_targets that does.  Where the rules of
+    build_dirs_for() ask for all of vmlinux (a patch of the
+    architecture's Kconfig or Makefile), an arch target builds
+    arch/SRCARCH/kernel/: a defconfig of arm or arm64 is 20 to 40
+    minutes cold, and the tip's arm guests build every object with the
+    change (`--bisect=full` all of vmlinux at every patch)."""
     out = common.out_dir(args)
     configured: set[str] = set()
     # The C files the upstream-bound patches add or change (and keep): a
@@ -251,7 +277,10 @@ def build_each_patch(
         build.configure(t, tree, bdir, logfile, before_tip=True)
         configured.add(t["name"])
 
-    previous = None
+    # What sparse_patch() returned for the patch before, and on which
+    # target: the state at this patch's parent.
+    previous: tuple[str, Any] = ("", None)
+    arch_names = {t["name"] for t in arch_targets or ()}
     try:
         for e in upstream:
             commit = commits[e.path]
@@ -291,7 +320,7 @@ def build_each_patch(
                     if args.bisect == "touched"
                     else ["vmlinux"]
                 )
-                sources, header_only = files, False
+                sources, header_only, whole = files, False, False
                 image = [
                     f
                     for f in files + deleted
@@ -318,6 +347,17 @@ def build_each_patch(
                     sources = users[key]
                     dirs = sorted({os.path.dirname(f) + "/" for f in sources})
                     header_only = True
+                if (
+                    args.bisect == "touched"
+                    and dirs == ["vmlinux"]
+                    and t["name"] in arch_names
+                ):
+                    # A change that reaches every object there (the
+                    # architecture's Kconfig or Makefile): its own code
+                    # here; all of vmlinux at the tip, where CI builds
+                    # the architecture's guest kernel in full.
+                    dirs = ["arch/%s/kernel/" % common.srcarch(t["arch"])]
+                    whole = True
                 try:
                     ready(t, bdir, blog, kconfig)
                 except common.Failure as err:
@@ -328,8 +368,17 @@ def build_each_patch(
                         ("PASS", what, "nothing in this architecture's image changes")
                     )
                     return
-                goals = kbuild.patch_goals(
-                    tree, bdir, dirs, sources, makefile_diff, objects_only=header_only
+                goals = (
+                    dirs
+                    if whole
+                    else kbuild.patch_goals(
+                        tree,
+                        bdir,
+                        dirs,
+                        sources,
+                        makefile_diff,
+                        objects_only=header_only,
+                    )
                 )
                 if not goals:
                     rows.append(
@@ -388,10 +437,13 @@ def build_each_patch(
                 if t is targets[0]:
                     sparse["after"] = sparse_after(t, tree, bdir, cfiles, slog)
 
-            rows: list[list[tuple[str, str, str]]] = [[] for _ in targets]
+            here = targets + [
+                t for t in arch_targets or () if touches_arch(files + deleted, t)
+            ]
+            rows: list[list[tuple[str, str, str]]] = [[] for _ in here]
             threads = [
                 threading.Thread(target=build_one, args=(t, r))
-                for t, r in zip(targets, rows)
+                for t, r in zip(here, rows)
             ]
             for th in threads:
                 th.start()
@@ -400,17 +452,28 @@ def build_each_patch(
             for r in rows:
                 for row in r:
                     results.add(*row)
-            previous = sparse_patch(
+            st, after = targets[0], sparse.get("after", ([], None, []))
+            if after is not None and not after[0] and cfiles:
+                # None of the C files is built on x86 (arm64's own code,
+                # say): sparse checks them where they are built.
+                for t, r in zip(here[len(targets) :], rows[len(targets) :]):
+                    bdir = os.path.join(out, "bisect", t["name"])
+                    if r and r[-1][0] == "PASS" and built_objects(bdir, cfiles):
+                        st = t
+                        after = sparse_after(t, tree, bdir, cfiles, slog)
+                        break
+            done = sparse_patch(
                 e,
                 commit,
                 tree,
-                targets[0],
-                os.path.join(out, "bisect", targets[0]["name"]),
+                st,
+                os.path.join(out, "bisect", st["name"]),
                 cfiles,
                 slog,
-                sparse.get("after", ([], None, [])),
+                after,
                 results,
-                previous,
+                previous[1] if previous[0] == st["name"] else None,
             )
+            previous = (st["name"], done)
     finally:
         common.git(["checkout", "-q", "-f", "series"], cwd=tree)

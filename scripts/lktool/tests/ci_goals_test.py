@@ -171,3 +171,30 @@ class ReducedGoals(unittest.TestCase):
                 )
             ],
         )
+
+
+class ArchBisect(unittest.TestCase):
+    """The targets of configs/matrix/bisect-arch build the patches that
+    change their architecture's own files."""
+
+    def test_a_patch_is_built_where_its_architecture_files_are(self):
+        from .. import percheck
+
+        arm, arm64 = targetconf.load_target("arm"), targetconf.load_target("arm64")
+        self.assertEqual(targetconf.matrix("bisect-arch"), ["arm", "arm64"])
+        for files, want in (
+            (["arch/arm64/kernel/pointer_auth.c", "include/linux/x.h"], (False, True)),
+            (["arch/arm/tools/syscall.tbl"], (True, False)),
+            (["arch/arm/kernel/a.c", "arch/arm64/kernel/b.c"], (True, True)),
+            (["fs/select.c", "include/linux/compat.h"], (False, False)),
+            (["arch/x86/entry/syscalls/syscall_32.tbl"], (False, False)),
+            (["tools/testing/selftests/arm64/pauth/pac_test.c"], (False, False)),
+        ):
+            self.assertEqual(
+                (
+                    percheck.touches_arch(files, arm),
+                    percheck.touches_arch(files, arm64),
+                ),
+                want,
+                files,
+            )

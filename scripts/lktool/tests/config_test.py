@@ -418,5 +418,9 @@ class GuestTargets(unittest.TestCase):
             ["x86_64-defconfig", "x86_64-nocompat", "i386-defconfig"],
         )
         full = targetconf.matrix("full")
-        for name in targetconf.matrix("ci") + targetconf.matrix("bisect"):
+        for name in (
+            targetconf.matrix("ci")
+            + targetconf.matrix("bisect")
+            + targetconf.matrix("bisect-arch")
+        ):
             self.assertIn(name, full)

@@ -345,6 +345,52 @@ class ObjectGoals(unittest.TestCase):
             kbuild.object_goals(self.tree, self.config, "lib/", ["lib/x.c"])
         )
 
+    def test_a_system_call_table_builds_the_directory_that_includes_it(self):
+        # arch/x86/entry/ has no file of its own in the patch; object
+        # goals of it would be none, and the table would go unbuilt
+        bdir = os.path.join(self.tree, "build")
+        write(os.path.join(bdir, ".config"), "CONFIG_NET=y\n")
+        files = ["arch/x86/entry/syscalls/syscall_32.tbl", "net/socket.c"]
+        dirs = kbuild.build_dirs_for(files, "x86")
+        self.assertEqual(sorted(dirs), ["arch/x86/entry/", "net/"])
+        self.assertEqual(
+            sorted(kbuild.patch_goals(self.tree, bdir, dirs, files, None)),
+            ["arch/x86/entry/", "net/socket.o"],
+        )
+        # arm64's AArch32 table is a header that sys32.c includes
+        files = ["arch/arm64/include/asm/unistd32.h"]
+        dirs = kbuild.build_dirs_for(files, "arm64")
+        self.assertEqual(dirs, ["arch/arm64/kernel/"])
+        self.assertEqual(
+            kbuild.patch_goals(self.tree, bdir, dirs, files, None),
+            ["arch/arm64/kernel/"],
+        )
+
+    def test_a_head_object_needs_its_directory(self):
+        # `make arch/foo/kernel/head_32.o` would build all of vmlinux: the
+        # top Makefile makes head-y depend on every directory
+        write(
+            os.path.join(self.tree, "arch", "foo", "Makefile"),
+            "head-y := arch/foo/kernel/head_$(BITS).o\nhead-y += arch/foo/kernel/e.o\n",
+        )
+        write(
+            os.path.join(self.tree, "arch", "foo", "kernel", "Makefile"),
+            "extra-y := head_$(BITS).o e.o\nobj-y += setup.o\n",
+        )
+
+        def goals(touched):
+            return kbuild.object_goals(
+                self.tree, self.config, "arch/foo/kernel/", touched
+            )
+
+        self.assertEqual(
+            goals(["arch/foo/kernel/setup.c"]), ["arch/foo/kernel/setup.o"]
+        )
+        self.assertTrue(kbuild.is_head_object(self.tree, "arch/foo/kernel/head_32.o"))
+        self.assertTrue(kbuild.is_head_object(self.tree, "arch/foo/kernel/e.o"))
+        self.assertFalse(kbuild.is_head_object(self.tree, "arch/foo/kernel/setup.o"))
+        self.assertFalse(kbuild.is_head_object(self.tree, "net/socket.o"))
+
     def test_ci_goals_with_a_config(self):
         t = {"arch": "arm", "goals": ["zImage"], "ci_goals": ["kernel/"]}
         self.assertEqual(
