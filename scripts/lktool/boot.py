@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import contextlib
 import os
@@ -129,15 +129,49 @@ def sigterm_unwinds() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    with on_sigterm(lambda: None):
+        yield
 
-    def unwind(sig: int, frame: object) -> None:
+
+@contextlib.contextmanager
+def on_sigterm(first: Callable[[], None]) -> Iterator[None]:
+    """Within it, SIGTERM calls first(), then raises SystemExit(143) in
+    the main thread, which must be the caller."""
+
+    def handler(sig: int, frame: object) -> None:
+        first()
         raise SystemExit(128 + sig)
 
-    old = signal.signal(signal.SIGTERM, unwind)
+    old = signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+# The qemu processes that boot() runs now, in whichever thread.
+RUNNING: set[subprocess.Popen[bytes]] = set()
+
+
+@contextlib.contextmanager
+def sigterm_kills_boots() -> Iterator[None]:
+    """For the main thread while other threads boot guests (`lk test`
+    boots each guest as soon as its kernel is built, beside the next
+    build): SIGTERM kills every qemu that boot() runs, then exits as
+    sigterm_unwinds() does.  Without it, the default action would end
+    the tool and leave those qemu processes, which run in sessions of
+    their own, running."""
+    with on_sigterm(kill_running):
+        yield
+
+
+def kill_running() -> None:
+    """SIGKILL every qemu that boot() runs now."""
+    for proc in list(RUNNING):
+        try:
+            proc.kill()
+        except OSError:
+            pass
 
 
 def boot(
@@ -190,6 +224,7 @@ def boot(
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        RUNNING.add(proc)
         assert proc.stdout is not None and proc.stderr is not None
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
@@ -252,6 +287,7 @@ def boot(
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 pass
+            RUNNING.discard(proc)
             proc.stdout.close()
             proc.stderr.close()
             elapsed = time.monotonic() - t0

@@ -225,6 +225,7 @@ def do_build(
     args: argparse.Namespace,
     results: common.Results,
     side_tasks: Sequence[Callable[[common.Results], object]] = (),
+    on_built: Callable[[str], object] | None = None,
 ) -> None:
     """Build the targets of args.matrix (or args.target) and compare their
     warnings with the committed baselines.
@@ -238,6 +239,8 @@ def do_build(
     first leaves idle.  A cold compile keeps both cores busy, and there
     the lanes gain nothing.  Each lane prints its rows as they come; they
     join the results, first lane first, once both lanes are done.
+    on_built(name) is called after each full build whose build row
+    passed (`lk test` boots its guests then, qemu_stages.GuestLane).
     """
     tree = apply.applied_tree(args)
     names = args.target or targetconf.matrix(args.matrix)
@@ -267,6 +270,7 @@ def do_build(
     def build(name, lane_results):
         t, goals = plan(name)
         stamp = targetconf.baseline_stamp(os.path.abspath(args.series_dir), t)
+        n0 = len(lane_results.rows)
         build_target(
             t,
             tree,
@@ -277,6 +281,10 @@ def do_build(
             fresh=args.fresh,
             stamp=stamp,
         )
+        if on_built and ("PASS", "build: " + name) in (
+            r[:2] for r in lane_results.rows[n0:]
+        ):
+            on_built(name)
 
     partial = [
         n

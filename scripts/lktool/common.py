@@ -101,9 +101,23 @@ def run(
     env = command_env(cmd, env)
     t0 = time.time()
     try:
-        return run_checked(cmd, cwd, env, check, capture, logfile, timeout, input)
+        return run_checked(
+            niced(cmd), cwd, env, check, capture, logfile, timeout, input
+        )
     finally:
         trace(t0, cmd)
+
+
+# The niceness of the commands run() and run_watched() start (0: none).
+# `lk test` raises it while QEMU guests boot beside its builds: a guest's
+# timers then fire on time, and the builds take what the guest leaves.
+NICE = 0
+
+
+def niced(cmd: list[str]) -> list[str]:
+    """cmd run at NICE (through nice(1), so that cmd[0] still decides its
+    environment in command_env())."""
+    return ["nice", "-n", str(NICE)] + cmd if NICE else cmd
 
 
 def run_checked(
@@ -190,7 +204,7 @@ def run_watched(
         f.flush()
         offset = f.tell()
         p = subprocess.Popen(
-            cmd,
+            niced(cmd),
             stdout=f,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

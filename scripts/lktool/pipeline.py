@@ -15,6 +15,7 @@ import time
 from . import (
     apply,
     basetree,
+    boot,
     build,
     checkpatch,
     cocci,
@@ -127,7 +128,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         common.log(stages.table())
         return finish(results)
     tree, entries, commits = applied
-    qemu_ran = []
+    qemu_ran: list[str] = []
     # checkpatch reads the tree at the tip, which the build stage leaves
     # alone: it runs there, beside the builds, not before the check
     # stage's per-patch checkouts.  So does the topics check (git am in a
@@ -157,34 +158,33 @@ def cmd_test(args: argparse.Namespace) -> int:
     # Always from empty build directories: an incremental build would not
     # print the warnings of the objects it did not rebuild.
     args.fresh = True
-    if not args.no_build:
-        stages.run(
-            "build",
-            lambda: build.do_build(args, results, side),
-            common.Failure,
-            OSError,
-        )
-    if not args.no_qemu and not args.no_build:
-        built = set(
-            row[1][len("build: ") :]
-            for row in results.rows
-            if row[0] == "PASS" and row[1].startswith("build: ")
-        )
-        guests = [
-            g
-            for g in qemu_stages.qemu_guests()
-            if common.read_kv(os.path.join(common.GUESTS, g + ".conf"))["target"]
-            in built
-        ]
-        if guests:
-            stages.run(
-                "qemu",
-                lambda: qemu_stages.do_qemu(args, results, guests),
-                common.Failure,
-                OSError,
-            )
-            qemu_ran = guests
-        fuzzed = [g for g in fuzz.CI_GUESTS if g in guests]
+    # Each guest boots as soon as its kernel is built, beside the next
+    # builds (qemu_stages.GuestLane): the qemu stage is what is left of
+    # the boots when the last build is done.
+    lane = None
+    if not args.no_build and not args.no_qemu:
+        lane = qemu_stages.GuestLane(args)
+    try:
+        if not args.no_build:
+            with boot.sigterm_kills_boots():
+                stages.run(
+                    "build",
+                    lambda: build.do_build(
+                        args, results, side, on_built=lane.built if lane else None
+                    ),
+                    common.Failure,
+                    OSError,
+                )
+                if lane:
+                    wait_for_guests = lane.finish
+                    qemu_ran = (
+                        stages.run("qemu", lambda: wait_for_guests(results)) or []
+                    )
+    finally:
+        if lane:
+            lane.abort()
+    if qemu_ran:
+        fuzzed = [g for g in fuzz.CI_GUESTS if g in qemu_ran]
         if fuzzed and not args.no_fuzz:
             stages.run(
                 "fuzz",

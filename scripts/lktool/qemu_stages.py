@@ -7,12 +7,15 @@ from typing import Any, Callable, Sequence
 
 import argparse
 import os
+import queue
+import threading
 import time
 import traceback
 
 from . import (
     apply,
     bench,
+    boot,
     qemu_conf,
     build,
     common,
@@ -36,9 +39,14 @@ def qemu_guests() -> list[str]:
 
 
 def do_qemu(
-    args: argparse.Namespace, results: common.Results, guests: list[str] | None = None
+    args: argparse.Namespace,
+    results: common.Results,
+    guests: list[str] | None = None,
+    cache: dict[Any, Any] | None = None,
 ) -> None:
-    """Boot the built kernels, run the selftests, check their KUnit output."""
+    """Boot the built kernels, run the selftests, check their KUnit output.
+    cache: the programs built for each ABI, kept by a caller that calls
+    this again for more guests (GuestLane)."""
     out = common.out_dir(args)
     apply.applied_tree(args)
     if not guests:
@@ -51,7 +59,7 @@ def do_qemu(
             )
     # The guests of one ABI (x86_64 and i386 run 32-bit programs, arm64
     # and arm 32-bit arm ones) share its programs: built once a run.
-    cache: dict[Any, Any] = {}
+    cache = {} if cache is None else cache
     for guest in guests:
         conf = common.read_kv(os.path.join(common.GUESTS, guest + ".conf"))
         build_dir = os.path.join(out, "build", conf["target"])
@@ -73,6 +81,71 @@ def do_qemu(
             kunit.parse_guest_kunit(
                 args, results, guest, os.path.join(out, "logs", "qemu-%s.log" % guest)
             )
+
+
+class GuestLane:
+    """`lk test`'s qemu stage beside its build stage: each guest boots, in
+    a thread of its own, as soon as the build stage has built its kernel,
+    one guest at a time, while the next kernels build.  A guest spends
+    most of a boot waiting on its tests' timers (two thirds of the CPU
+    time idle, measured), which the builds then use; they run at
+    common.NICE meanwhile, so that the guest's timers fire on time.
+
+    built() is build.do_build()'s on_built; finish() waits for the last
+    guest, adds the lane's rows to results and returns the guests that
+    booted.  The rows are printed as they come and counted in the stage
+    that calls finish().
+    """
+
+    def __init__(self, args: argparse.Namespace, nice: int = 19) -> None:
+        self.args = args
+        self.results = common.Results()
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        self.ran: list[str] = []
+        self.cache: dict[Any, Any] = {}
+        self.by_target: dict[str, list[str]] = {}
+        for g in qemu_guests():
+            target = common.read_kv(os.path.join(common.GUESTS, g + ".conf"))["target"]
+            self.by_target.setdefault(target, []).append(g)
+        self.old_nice, common.NICE = common.NICE, nice
+        self.thread = threading.Thread(target=self.run, name="guest-lane", daemon=True)
+        self.thread.start()
+
+    def built(self, target: str) -> None:
+        for g in self.by_target.get(target, []):
+            self.queue.put(g)
+
+    def run(self) -> None:
+        while True:
+            guest = self.queue.get()
+            if guest is None:
+                return
+            try:
+                do_qemu(self.args, self.results, [guest], cache=self.cache)
+            except (common.Failure, OSError) as e:
+                self.results.failed("qemu " + guest, str(e))
+            except Exception as e:  # a bug: this guest fails, not lk
+                common.log(traceback.format_exc().rstrip())
+                self.results.failed("qemu " + guest, "%s: %s" % (type(e).__name__, e))
+            self.ran.append(guest)
+
+    def finish(self, results: common.Results) -> list[str]:
+        self.queue.put(None)
+        self.thread.join()
+        common.NICE = self.old_nice
+        results.rows.extend(self.results.rows)
+        return self.ran
+
+    def abort(self) -> None:
+        """When lk stops early (an exception in the main thread): the
+        guest booting now is killed, none is started after it."""
+        if self.thread.is_alive():
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put(None)
+            boot.kill_running()
+            self.thread.join(timeout=60)
+        common.NICE = self.old_nice
 
 
 def in_process(

@@ -6,15 +6,22 @@ import io
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 from .. import boot, common, qemu, qemu_conf, serial, userspace, verdict
-from .qemu_support import TOKEN, canned, judge, one_test, row, statuses
+from .qemu_support import (
+    TOKEN,
+    canned,
+    judge,
+    one_test,
+    row,
+    sigterm_while_booting,
+    sleeping_qemu,
+    statuses,
+)
 from .support import HERE
 
 
@@ -446,46 +453,19 @@ class GuestKeys(unittest.TestCase):
         self.assertEqual((g["memory"], g["expectation"]), ("256", "x"))
 
 
-def stop(pid):
-    """SIGKILL pid if it is still there (a failed test's leftover)."""
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 class Interrupted(unittest.TestCase):
     """SIGTERM to the tool during a boot kills qemu too (it runs in a
     session of its own, so the signal does not reach it)."""
 
     def test_sigterm_kills_qemu(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "qemu")
-            pidfile = os.path.join(d, "pid")
-            with open(fake, "w") as f:
-                f.write("#!/bin/sh\necho $$ > %s\nexec sleep 600\n" % pidfile)
-            os.chmod(fake, 0o755)
-            kernel = os.path.join(d, "bzImage")
-            open(kernel, "w").close()
-            log = os.path.join(d, "boot.log")
+            fake, pidfile, kernel, log = sleeping_qemu(d)
             code = (
                 "import sys; sys.path.insert(0, %r)\n"
                 "from lktool import boot, qemu_conf\n"
                 "g = qemu_conf.load_guest('i386', overrides={'qemu': %r})\n"
                 "boot.boot(g, %r, '/rd', %r, limit=300)\n" % (HERE, fake, kernel, log)
             )
-            p = subprocess.Popen([sys.executable, "-c", code])
-            self.addCleanup(p.kill)  # nothing once it has been waited for
-            for _ in range(200):
-                if os.path.exists(pidfile) and os.path.getsize(pidfile):
-                    break
-                time.sleep(0.05)
-            with open(pidfile) as f:
-                qemu_pid = int(f.read())
-            self.addCleanup(stop, qemu_pid)
-            p.terminate()
-            self.assertEqual(p.wait(timeout=60), 128 + signal.SIGTERM)
-            with self.assertRaises(ProcessLookupError):
-                os.kill(qemu_pid, 0)
+            sigterm_while_booting(self, code, pidfile)
             with open(log) as f:
                 self.assertRegex(f.read(), r"end status=-9 killed=interrupted ")

@@ -9,6 +9,7 @@ import unittest
 from unittest import mock
 
 from .. import apply, boot, common, fuzz, qemu, qemu_stages
+from .qemu_support import sigterm_while_booting, sleeping_qemu
 
 
 class InProcessStages(unittest.TestCase):
@@ -127,3 +128,75 @@ class BootProgressLines(unittest.TestCase):
             p.tick(30.0)
             p.tick(61.0)
         self.assertEqual(said, ["progress: boot x86_64: 2 of 3 tests done after 61s"])
+
+
+class Lane(unittest.TestCase):
+    """qemu_stages.GuestLane: `lk test` boots each guest once its kernel is
+    built, beside the next builds."""
+
+    def test_each_guest_boots_once_its_kernel_is_built(self):
+        booted, nice = [], []
+
+        def fake_qemu(args, results, guests, cache):
+            nice.append(common.NICE)
+            booted.append((guests, id(cache)))
+            results.passed("qemu %s: boot" % guests[0])
+
+        results = common.Results(echo=False)
+        with mock.patch.object(qemu_stages, "do_qemu", fake_qemu), mock.patch.object(
+            common, "log"
+        ):
+            old = common.NICE
+            lane = qemu_stages.GuestLane(argparse.Namespace(), nice=7)
+            lane.built("i386")
+            lane.built("um")  # no guest boots it
+            lane.built("arm64-guest")
+            ran = lane.finish(results)
+            lane.abort()  # after finish(): nothing left to do
+        self.assertEqual(common.NICE, old)
+        self.assertEqual(ran, ["i386", "arm64", "arm64-max"])
+        self.assertEqual([b[0] for b in booted], [["i386"], ["arm64"], ["arm64-max"]])
+        # the builds beside the boots are niced; one cache for the lane
+        self.assertEqual(nice, [7, 7, 7])
+        self.assertEqual(len({b[1] for b in booted}), 1)
+        self.assertEqual(
+            [r[1] for r in results.rows],
+            ["qemu i386: boot", "qemu arm64: boot", "qemu arm64-max: boot"],
+        )
+
+    def test_a_guest_that_raises_fails_and_the_next_boots(self):
+        def fake_qemu(args, results, guests, cache):
+            if guests == ["arm"]:
+                raise KeyError("bug")
+            results.passed("qemu %s: boot" % guests[0])
+
+        results = common.Results(echo=False)
+        with mock.patch.object(qemu_stages, "do_qemu", fake_qemu), mock.patch.object(
+            common, "log"
+        ):
+            lane = qemu_stages.GuestLane(argparse.Namespace())
+            lane.built("arm-guest")
+            lane.built("x86_64")
+            lane.finish(results)
+        self.assertEqual(
+            [r[:2] for r in results.rows],
+            [("FAIL", "qemu arm"), ("PASS", "qemu x86_64: boot")],
+        )
+
+    def test_sigterm_kills_the_qemu_of_a_boot_in_another_thread(self):
+        """The main thread builds while the lane boots: SIGTERM to lk kills
+        that qemu (a session of its own) and lk exits 143."""
+        here = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+        with tempfile.TemporaryDirectory() as d:
+            fake, pidfile, kernel, log = sleeping_qemu(d)
+            code = (
+                "import sys, threading, time; sys.path.insert(0, %r)\n"
+                "from lktool import boot, qemu_conf\n"
+                "g = qemu_conf.load_guest('i386', overrides={'qemu': %r})\n"
+                "t = threading.Thread(target=boot.boot, args=(g, %r, '/rd', %r),\n"
+                "                     kwargs={'limit': 300}, daemon=True)\n"
+                "with boot.sigterm_kills_boots():\n"
+                "    t.start()\n"
+                "    time.sleep(300)\n" % (here, fake, kernel, log)
+            )
+            sigterm_while_booting(self, code, pidfile)

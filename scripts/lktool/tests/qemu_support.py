@@ -1,8 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Canned serial logs, and a reader of the initramfs, for the tests of the
-QEMU harness and of the fuzz stage and the benchmark that boot through it."""
+"""Canned serial logs, a reader of the initramfs and a fake qemu, for the
+tests of the QEMU harness and of the fuzz stage and the benchmark that
+boot through it."""
 
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 
 from .. import serial, verdict
 
@@ -136,3 +142,47 @@ def cpio_files(data):
         files[name] = (mode, data[body : body + size])
         off = body + size
         off += -off % 4
+
+
+def stop(pid):
+    """SIGKILL pid if it is still there (a failed test's leftover)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def sleeping_qemu(d):
+    """A fake qemu in directory d that writes its pid and sleeps, and the
+    files a boot of it needs: (qemu, pidfile, kernel, log)."""
+    fake, pidfile = os.path.join(d, "qemu"), os.path.join(d, "pid")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho $$ > %s\nexec sleep 600\n" % pidfile)
+    os.chmod(fake, 0o755)
+    kernel = os.path.join(d, "bzImage")
+    open(kernel, "w").close()
+    return fake, pidfile, kernel, os.path.join(d, "boot.log")
+
+
+def sigterm_while_booting(testcase, code, pidfile):
+    """Run the Python code, which boots the sleeping qemu, SIGTERM it once
+    qemu runs, and check that it exits 143 and that qemu is gone."""
+    p = subprocess.Popen([sys.executable, "-c", code])
+    testcase.addCleanup(p.kill)  # nothing once it has been waited for
+    for _ in range(200):
+        if os.path.exists(pidfile) and os.path.getsize(pidfile):
+            break
+        time.sleep(0.05)
+    with open(pidfile) as f:
+        qemu_pid = int(f.read())
+    testcase.addCleanup(stop, qemu_pid)
+    p.terminate()
+    testcase.assertEqual(p.wait(timeout=60), 128 + signal.SIGTERM)
+    for _ in range(100):  # SIGKILLed: gone once its parent reaps it
+        try:
+            os.kill(qemu_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    with testcase.assertRaises(ProcessLookupError):
+        os.kill(qemu_pid, 0)

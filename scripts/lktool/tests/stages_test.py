@@ -24,6 +24,7 @@ from .. import (
     lint,
     percheck,
     pipeline,
+    qemu_stages,
     selftest,
     series,
     targetconf,
@@ -143,7 +144,7 @@ class TestStages(unittest.TestCase):
             if with_checkpatch:
                 runs.append("check")
 
-        def fake_build(args, results, side_tasks=()):
+        def fake_build(args, results, side_tasks=(), on_built=None):
             for task in side_tasks:
                 task(results)
 
@@ -178,6 +179,51 @@ class TestStages(unittest.TestCase):
 
     def test_no_check_means_no_checkpatch(self):
         self.assertEqual(self.checkpatch_runs("--no-check"), [])
+
+    def test_guests_boot_as_their_kernels_are_built(self):
+        """lk test boots a guest once the build stage has built its kernel,
+        beside the builds after it, and fuzzes the x86 guests that booted."""
+        events = []
+
+        def fake_build(args, results, side_tasks=(), on_built=None):
+            events.append(("nice", common.NICE))
+            results.passed("build: i386")
+            on_built("i386")
+            results.passed("build: um")
+            on_built("um")
+
+        def fake_qemu(args, results, guests, cache):
+            events.append(("boot", guests))
+            results.passed("qemu %s: boot" % guests[0])
+
+        def fake_fuzz(args, results, guests, ci):
+            events.append(("fuzz", guests, ci))
+
+        with tempfile.TemporaryDirectory() as d, mock.patch.object(
+            series, "do_series", return_value=True
+        ), mock.patch.object(
+            apply, "do_apply", return_value=("/t", [], {})
+        ), mock.patch.object(
+            build, "do_build", fake_build
+        ), mock.patch.object(
+            qemu_stages, "do_qemu", fake_qemu
+        ), mock.patch.object(
+            qemu_stages, "do_fuzz", fake_fuzz
+        ), mock.patch.object(
+            topics, "do_topics"
+        ), mock.patch.object(
+            common, "log"
+        ) as log:
+            code = cli.main(
+                ["--out", d, "test", "--no-check", "--no-kunit", "--no-selftest"]
+            )
+        self.assertEqual(code, 0)
+        self.assertEqual(
+            events, [("nice", 19), ("boot", ["i386"]), ("fuzz", ["i386"], True)]
+        )
+        self.assertEqual(common.NICE, 0)
+        table = [c.args[0] for c in log.call_args_list if "stage times" in c.args[0]]
+        self.assertRegex(table[0], r"\n  qemu +\d+s +1 passed, 0 failed")
 
 
 class Progress(unittest.TestCase):
