@@ -269,9 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         "--record-baseline",
         action="store_true",
         help="check the v4.20 versions of the touched files "
-        "again and record their reports in configs/cocci/"
-        "v4.20.json (after a patch touches a new file, or "
-        "with another spatch)",
+        "again and record the reports of every version of them (v4.20's "
+        "and the patches') in configs/cocci/reports.json (after a patch "
+        "changes a C file or header, or with another spatch)",
     )
     s = sub.add_parser(
         "kunit",

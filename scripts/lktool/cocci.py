@@ -222,18 +222,26 @@ def run_spatch(
     )
 
 
-# What v4.20's semantic patches report on the v4.20 versions of the files
-# the series touches, recorded once (`lk cocci --record-baseline`) as the
-# warning baselines are: these versions never change, and they hold the
-# slowest single check (locks/double_lock.cocci on binder.c).
-COCCI_BASELINE = os.path.join(common.TOP, "configs", "cocci", "v4.20.json")
+# What v4.20's semantic patches report on every version of a file that
+# the series touches (v4.20's and each patch's), recorded (`lk cocci
+# --record-baseline`) as the warning baselines are: v4.20's versions never
+# change and hold the slowest single check (locks/double_lock.cocci on
+# binder.c); the series' versions are looked up by their blob, so a patch
+# that changes a file is checked again where it changed, and nothing else
+# is.  `lk test --full` uses the record for v4.20's versions only.
+COCCI_BASELINE = os.path.join(common.TOP, "configs", "cocci", "reports.json")
 
 
 def read_cocci_baseline(
     version: str, path: str | None = None
 ) -> dict[tuple[str, str], list[Any]]:
-    """{(semantic patch key, blob): reports} of the committed baseline; {}
-    if it is missing or was recorded with another spatch version."""
+    """{(semantic patch key, blob): reports} of the committed record; {}
+    if it is missing or was recorded with another spatch version.
+
+    The record lists the semantic patches ("scripts") and the versions
+    ("blobs", each with the scripts that did not check it: spatch gave
+    up), and the reports that are not empty: every other pair that the
+    record covers had none."""
     try:
         with open(path or COCCI_BASELINE) as f:
             data = json.load(f)
@@ -241,32 +249,54 @@ def read_cocci_baseline(
         return {}
     if data.get("spatch") != version:
         return {}
+    reports = data.get("reports", {})
     return {
-        (key, blob): [(tuple(k), line) for k, line in rows]
-        for key, per in data["reports"].items()
-        for blob, rows in per.items()
+        (key, blob): [
+            (tuple(k), line) for k, line in reports.get(key, {}).get(blob, [])
+        ]
+        for blob, unchecked in data.get("blobs", {}).items()
+        for key in data.get("scripts", [])
+        if key not in unchecked
     }
 
 
 def write_cocci_baseline(
     version: str,
     reports: dict[tuple[str, str], list[Any]],
-    v420_blobs: set[str],
+    blobs: dict[str, tuple[str, str]],
+    scripts: list[CocciScript],
     path: str | None = None,
 ) -> None:
-    """Keep the reports of the v4.20 blobs in the committed baseline."""
+    """Record the reports of scripts (the semantic patches spatch ran) on
+    blobs ({blob: (commit, file)}: every version of a touched file) in
+    the committed file; a header counts for the scripts that read
+    headers only."""
+    keys = sorted(s.key for s in scripts)
     per: dict[str, dict[str, list[Any]]] = {}
-    for (key, blob), rows in sorted(reports.items()):
-        if blob in v420_blobs:
-            per.setdefault(key, {})[blob] = [[list(k), line] for k, line in rows]
+    unchecked: dict[str, list[str]] = {}
+    for blob, (_, name) in sorted(blobs.items()):
+        unchecked[blob] = sorted(
+            s.key
+            for s in scripts
+            if (s.headers or not name.endswith(".h")) and (s.key, blob) not in reports
+        )
+        for key in keys:
+            rows = reports.get((key, blob))
+            if rows:
+                per.setdefault(key, {})[blob] = [[list(k), line] for k, line in rows]
     path = path or COCCI_BASELINE
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        json.dump({"spatch": version, "reports": per}, f, indent=1, sort_keys=True)
+        json.dump(
+            {"spatch": version, "scripts": keys, "blobs": unchecked, "reports": per},
+            f,
+            indent=1,
+            sort_keys=True,
+        )
         f.write("\n")
     common.log(
-        "cocci: recorded %d semantic patches on %d v4.20 file versions in "
-        "%s" % (len(per), len(v420_blobs), os.path.relpath(path, common.TOP))
+        "cocci: recorded %d semantic patches on %d file versions in "
+        "%s" % (len(keys), len(blobs), os.path.relpath(path, common.TOP))
     )
 
 
@@ -289,10 +319,13 @@ def do_cocci(
     on the C files it touches: no patch may add a report.  Each version of
     a file is checked once per semantic patch and the reports are kept in
     $LK_OUT/cocci/, keyed by spatch's version, the semantic patch and the
-    file's blob, so a later run checks only what changed.  The v4.20
-    versions' reports come from the committed baseline (COCCI_BASELINE)
-    when it was recorded with this spatch; with args.record_baseline they
-    are checked again and recorded there."""
+    file's blob, so a later run checks only what changed.  Every recorded
+    version's reports come from the committed record (COCCI_BASELINE)
+    when it was made with this spatch, with args.full (`lk test --full`)
+    only the v4.20 versions': the series' are then checked by this spatch,
+    not taken from the record.  With args.record_baseline every version's
+    reports come from $LK_OUT/cocci/ or spatch (never from the record) and
+    are recorded there."""
     if not shutil.which("spatch"):
         raise common.Failure("spatch is not installed; run 'scripts/lk deps'")
     upstream = [e for e in entries if e.upstream]
@@ -312,10 +345,13 @@ def do_cocci(
         record = getattr(args, "record_baseline", False) is True
         baseline = {} if record else read_cocci_baseline(version)
         v420 = v420_versions(tree, blobs)
+        if getattr(args, "full", False) is True:
+            baseline = {k: v for k, v in baseline.items() if k[1] in v420}
         # The semantic patches and the headers of the tip (-I, for the few
         # semantic patches that read includes), as coccicheck on the tip.
+        tipdir = os.path.join(scratch, "tip")
         wanted = [
-            (sha, os.path.join(scratch, "tip", name))
+            (sha, os.path.join(tipdir, name))
             for sha, name in tree_blobs(
                 tree,
                 tip,
@@ -323,8 +359,8 @@ def do_cocci(
                 recursive=True,
             )
         ]
-        write_blobs(tree, wanted)
-        tipdir = os.path.join(scratch, "tip")
+        own = os.path.join(tipdir, "scripts", "coccinelle") + os.sep
+        write_blobs(tree, [w for w in wanted if w[1].startswith(own)])
         scripts = []
         for name in sorted(n for _, n in wanted if n.endswith(".cocci")):
             with open(name) as fh:
@@ -338,11 +374,24 @@ def do_cocci(
         ):
             includes += ["-I", os.path.join(tipdir, d)]
         includes += ["--include", os.path.join(tipdir, "include/linux/kconfig.h")]
-        staged = stage_versions(tree, blobs, os.path.join(scratch, "v"))
+        staged: dict[str, str] = {}
         lines_of: dict[str, list[str]] = {}
-        for blob, path in staged.items():
-            with open(path, errors="replace") as fh:
-                lines_of[blob] = fh.read().splitlines()
+
+        def stage(todo: list[str]) -> None:
+            """Write what spatch reads for the versions in todo, the first
+            time one is checked: the tip's headers, and each version
+            beside the files of its directory.  A run whose reports all
+            come from the record or the cache writes none of it."""
+            if not staged:
+                write_blobs(tree, [w for w in wanted if not w[1].startswith(own)])
+            new = {b: blobs[b] for b in todo if b not in staged}
+            for blob, path in stage_versions(
+                tree, new, os.path.join(scratch, "v")
+            ).items():
+                staged[blob] = path
+                with open(path, errors="replace") as fh:
+                    lines_of[blob] = fh.read().splitlines()
+
         reports = {}  # (script.key, blob) -> [(cocci key, report line)]
         usable = []
         for s in scripts:
@@ -362,9 +411,6 @@ def do_cocci(
                     reports[(s.key, blob)] = baseline[(s.key, blob)]
                     continue
                 cached = os.path.join(cache, s.key, blob + ".json")
-                if record and blob in v420:
-                    todo.append(blob)
-                    continue
                 try:
                     with open(cached) as fh:
                         reports[(s.key, blob)] = [
@@ -373,6 +419,7 @@ def do_cocci(
                 except (OSError, ValueError):
                     todo.append(blob)
             if todo:
+                stage(todo)
                 ok, lines, err, gave_up = run_spatch(
                     s,
                     [staged[b] for b in todo],
@@ -418,7 +465,7 @@ def do_cocci(
                     os.replace(tmp, os.path.join(d, blob + ".json"))
             usable.append(s)
         if record:
-            write_cocci_baseline(version, reports, v420)
+            write_cocci_baseline(version, reports, blobs, usable)
         for e in upstream:
             rows = per_patch[e.path]
             if not rows:
