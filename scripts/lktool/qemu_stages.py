@@ -91,17 +91,25 @@ class GuestLane:
     time idle, measured), which the builds then use; they run at
     common.NICE meanwhile, so that the guest's timers fire on time.
 
+    A guest of fuzz_guests is fuzzed there too, right after its boot
+    (`lk fuzz --ci`: a fixed-seed minute of trinity, in a guest that runs
+    on one host thread), so that the builds use the other core meanwhile.
+
     built() is build.do_build()'s on_built; finish() waits for the last
     guest, adds the lane's rows to results and returns the guests that
-    booted.  The rows are printed as they come and counted in the stage
-    that calls finish().
+    booted; `fuzzed` lists those fuzzed.  The rows are printed as they
+    come and counted in the stage that calls finish().
     """
 
-    def __init__(self, args: argparse.Namespace, nice: int = 19) -> None:
+    def __init__(
+        self, args: argparse.Namespace, nice: int = 19, fuzz_guests: Sequence[str] = ()
+    ) -> None:
         self.args = args
         self.results = common.Results()
         self.queue: queue.Queue[str | None] = queue.Queue()
         self.ran: list[str] = []
+        self.fuzz = set(fuzz_guests)
+        self.fuzzed: list[str] = []
         self.cache: dict[Any, Any] = {}
         self.by_target: dict[str, list[str]] = {}
         for g in qemu_guests():
@@ -120,14 +128,27 @@ class GuestLane:
             guest = self.queue.get()
             if guest is None:
                 return
-            try:
-                do_qemu(self.args, self.results, [guest], cache=self.cache)
-            except (common.Failure, OSError) as e:
-                self.results.failed("qemu " + guest, str(e))
-            except Exception as e:  # a bug: this guest fails, not lk
-                common.log(traceback.format_exc().rstrip())
-                self.results.failed("qemu " + guest, "%s: %s" % (type(e).__name__, e))
+            self.step("qemu " + guest, self.boot, guest)
             self.ran.append(guest)
+            if guest in self.fuzz:
+                self.step("fuzz", self.fuzz_one, guest)
+                self.fuzzed.append(guest)
+
+    def boot(self, guest: str) -> None:
+        do_qemu(self.args, self.results, [guest], cache=self.cache)
+
+    def fuzz_one(self, guest: str) -> None:
+        do_fuzz(self.args, self.results, [guest], ci=True)
+
+    def step(self, name: str, fn: Callable[[str], object], guest: str) -> None:
+        """fn(guest), its error a FAIL row `name`: the lane goes on."""
+        try:
+            fn(guest)
+        except (common.Failure, OSError) as e:
+            self.results.failed(name, str(e))
+        except Exception as e:  # a bug: this step fails, not lk
+            common.log(traceback.format_exc().rstrip())
+            self.results.failed(name, "%s: %s" % (type(e).__name__, e))
 
     def finish(self, results: common.Results) -> list[str]:
         self.queue.put(None)

@@ -164,6 +164,44 @@ class Lane(unittest.TestCase):
             ["qemu i386: boot", "qemu arm64: boot", "qemu arm64-max: boot"],
         )
 
+    def test_fuzz_guests_are_fuzzed_right_after_their_boot(self):
+        done = []
+
+        def fake_qemu(args, results, guests, cache):
+            done.append("boot " + guests[0])
+            if guests == ["x86_64"]:
+                raise common.Failure("no boot")
+
+        def fake_fuzz(args, results, guests, ci):
+            done.append("fuzz %s%s" % (guests[0], " ci" if ci else ""))
+            if guests == ["i386"]:
+                raise OSError("no trinity")
+            results.passed("fuzz %s: phase" % guests[0])
+
+        results = common.Results(echo=False)
+        with mock.patch.object(qemu_stages, "do_qemu", fake_qemu), mock.patch.object(
+            qemu_stages, "do_fuzz", fake_fuzz
+        ), mock.patch.object(common, "log"):
+            lane = qemu_stages.GuestLane(
+                argparse.Namespace(), fuzz_guests=("x86_64", "i386")
+            )
+            lane.built("x86_64")
+            lane.built("arm-guest")
+            lane.built("i386")
+            ran = lane.finish(results)
+        # a failed boot is still fuzzed, as the fuzz stage did; an error
+        # of the fuzz run is a FAIL row and the lane goes on
+        self.assertEqual(
+            done,
+            ["boot x86_64", "fuzz x86_64 ci", "boot arm", "boot i386", "fuzz i386 ci"],
+        )
+        self.assertEqual(ran, ["x86_64", "arm", "i386"])
+        self.assertEqual(lane.fuzzed, ["x86_64", "i386"])
+        self.assertEqual(
+            [r[:2] for r in results.rows],
+            [("FAIL", "qemu x86_64"), ("PASS", "fuzz x86_64: phase"), ("FAIL", "fuzz")],
+        )
+
     def test_a_guest_that_raises_fails_and_the_next_boots(self):
         def fake_qemu(args, results, guests, cache):
             if guests == ["arm"]:
