@@ -3,8 +3,10 @@
 
   python3 scripts/lktool/tests [--quick] [GROUP ...]
 
-GROUP is one of lk, qemu, fuzz, bench (default: all of them, in that
-order).  --quick leaves out the tests that need a base tree, a compiler
+GROUP is one of lk, broken, qemu, qemu-arm, fuzz, bench (default: all of
+them, in that order); `scripts/lk selftest` runs them side by side.  An
+entry is a test module, or module.Class for one class of it (the boots of
+one guest are a class: the guests' groups wait on QEMU side by side).  --quick leaves out the tests that need a base tree, a compiler
 or a QEMU boot; they are reported as skipped, never as passed.  Each
 test prints one `unittest -v` line, which `scripts/lk selftest` reads.
 With LK_TEST_TIMES=FILE, each test's seconds (setUpClass counted with
@@ -36,15 +38,17 @@ GROUPS = {
         "cocci_test",
         "kunit_test",
         "checkpatch_test",
-        "broken_test",
     ),
+    "broken": ("broken_test",),
     "qemu": (
         "qemu_parser_test",
         "qemu_reports_test",
         "qemu_data_test",
         "qemu_build_test",
-        "qemu_boot_test",
+        "qemu_boot_test.BootX86_64",
+        "qemu_boot_test.BootI386",
     ),
+    "qemu-arm": ("qemu_boot_test.BootArm64", "qemu_boot_test.BootArm"),
     "fuzz": ("fuzz_test", "fuzz_emulator_test", "fuzz_driver_test"),
     "bench": ("bench_test", "bench_output_test"),
 }
@@ -86,8 +90,12 @@ def main(argv):
     loader = unittest.TestLoader()
     for group in args or list(GROUPS):
         for name in GROUPS[group]:
+            name, _, cls = name.partition(".")
             module = importlib.import_module("lktool.tests." + name)
-            suite.addTests(loader.loadTestsFromModule(module))
+            if cls:
+                suite.addTests(loader.loadTestsFromTestCase(getattr(module, cls)))
+            else:
+                suite.addTests(loader.loadTestsFromModule(module))
     result = unittest.TextTestRunner(verbosity=2, resultclass=TimedResult).run(suite)
     if os.environ.get("LK_TEST_TIMES"):
         write_times(os.environ["LK_TEST_TIMES"])

@@ -4,6 +4,7 @@ type hints."""
 
 import argparse
 import ast
+import importlib
 import os
 import subprocess
 import tempfile
@@ -65,8 +66,18 @@ class TestGroups(unittest.TestCase):
 
         here = os.path.join(PACKAGE, "tests")
         modules = sorted(f[:-3] for f in os.listdir(here) if f.endswith("_test.py"))
-        listed = sorted(m for group in runner.GROUPS.values() for m in group)
-        self.assertEqual(modules, listed)
+        listed = [m for group in runner.GROUPS.values() for m in group]
+        self.assertEqual(modules, sorted(set(m.split(".")[0] for m in listed)))
+        # a module split into classes lists each of its classes once
+        for name in set(m.split(".")[0] for m in listed if "." in m):
+            module = importlib.import_module("lktool.tests." + name)
+            classes = unittest.defaultTestLoader.loadTestsFromModule(module)
+            tested = {type(t).__name__ for suite in classes for t in suite}
+            self.assertEqual(
+                sorted(m.split(".")[1] for m in listed if m.startswith(name + ".")),
+                sorted(tested),
+            )
+            self.assertNotIn(name, listed)
 
 
 class Lint(unittest.TestCase):

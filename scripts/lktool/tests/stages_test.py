@@ -382,7 +382,9 @@ class SelftestOutput(unittest.TestCase):
             seen,
             {
                 "selftest": "x86_64 i386",
+                "selftest-broken": "x86_64 i386",
                 "selftest-qemu": "x86_64 i386",
+                "selftest-qemu-arm": "x86_64 i386",
                 "selftest-fuzz": "x86_64 i386",
                 "selftest-bench": "x86_64 i386",
             },
@@ -391,13 +393,15 @@ class SelftestOutput(unittest.TestCase):
             [r[1] for r in results.rows],
             [
                 "selftest: selftest.test_a",
+                "selftest-broken: broken.test_a",
                 "selftest-qemu: qemu.test_a",
+                "selftest-qemu-arm: arm.test_a",
                 "selftest-fuzz: fuzz.test_a",
                 "selftest-bench: bench.test_a",
                 "lint: all",
             ],
         )
-        self.assertRegex(results.summary(), r"^5 passed, 0 failed")
+        self.assertRegex(results.summary(), r"^7 passed, 0 failed")
 
     def test_outcome_after_a_docstring_is_read(self):
         log = (
@@ -419,6 +423,21 @@ class SelftestOutput(unittest.TestCase):
         results = self.selftest_results(log)
         self.assertFalse(results.has_failure("selftest"), results.rows)
         self.assertRegex(results.summary(), r"^1 passed, 0 failed, 1 skipped")
+
+    def test_a_group_of_skipped_classes_ran_and_an_empty_one_did_not(self):
+        # The boots of the arm guests without their kernels: each class
+        # skips, which is a SKIP row each and no failure...
+        log = (
+            "setUpClass (__main__.BootArm64) ... skipped 'no arm64 kernel'\n"
+            "setUpClass (__main__.BootArm) ... skipped 'no arm kernel'\n"
+            + ran(0, "OK (skipped=2)")
+        )
+        results = self.selftest_results(log)
+        self.assertFalse(results.has_failure("selftest"), results.rows)
+        self.assertRegex(results.summary(), r"^0 passed, 0 failed, 2 skipped")
+        # ...but a script that reports nothing at all failed to run.
+        results = self.selftest_results(ran(0, "OK"))
+        self.assertTrue(results.has_failure("selftest"), results.rows)
 
     def test_unread_outcome_fails_the_run(self):
         # A test whose outcome cannot be read must not vanish from the count.
