@@ -259,6 +259,13 @@ def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
     ):
         if env.get(var) is not None and env.get(var) == os.environ.get(var):
             del env[var]
+    # `git -c` of a caller (a rebase's exec line) and GIT_CONFIG_COUNT's
+    # pairs reach git from the environment, over every file.
+    for var in list(env):
+        if var == "GIT_CONFIG_PARAMETERS" or re.match(
+            r"GIT_CONFIG_(COUNT|KEY_\d+|VALUE_\d+)$", var
+        ):
+            del env[var]
     env["GIT_CONFIG_GLOBAL"] = os.devnull
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     return env

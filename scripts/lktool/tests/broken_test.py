@@ -264,7 +264,18 @@ class BrokenPatches(unittest.TestCase):
         )
         cfg = os.path.join(self.work, "sender.gitconfig")
         write(cfg, "[user]\n\tname = Jane Sender\n\temail = jane@example.org\n")
-        env = dict(os.environ, GIT_CONFIG_GLOBAL=cfg)
+        # The sender's identity, wherever git finds it: the global file,
+        # and over a checkout's own user.name (a developer's clone has
+        # one) the command line's, which git reads last.
+        env = dict(
+            os.environ,
+            GIT_CONFIG_GLOBAL=cfg,
+            GIT_CONFIG_COUNT="2",
+            GIT_CONFIG_KEY_0="user.name",
+            GIT_CONFIG_VALUE_0="Jane Sender",
+            GIT_CONFIG_KEY_1="user.email",
+            GIT_CONFIG_VALUE_1="jane@example.org",
+        )
         mails = os.path.join(self.work, "mails")
 
         def send(*args):

@@ -387,3 +387,29 @@ class Topics(unittest.TestCase):
         self.assertEqual(got, [want, None, None])
         # the repository's own index and HEAD are left alone
         self.assertEqual(self.git("status", "--porcelain").strip(), "")
+
+
+class GitEnvironment(unittest.TestCase):
+    """common.clean_env(): lk's own git commands read no configuration of
+    the user's, not even what `git -c` or GIT_CONFIG_COUNT hand down
+    through the environment (a rebase's exec line runs lk so)."""
+
+    def test_configuration_from_the_environment_is_left_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            repo_git(d, "init", "-q")
+            env = dict(
+                os.environ,
+                GIT_CONFIG_PARAMETERS="'am.threeway'='true'",
+                GIT_CONFIG_COUNT="1",
+                GIT_CONFIG_KEY_0="core.autocrlf",
+                GIT_CONFIG_VALUE_0="true",
+            )
+            seen = common.run(
+                ["git", "config", "--list"],
+                cwd=d,
+                capture=True,
+                env=common.clean_env(env),
+            ).stdout
+        self.assertNotIn("am.threeway", seen)
+        self.assertNotIn("core.autocrlf", seen)
+        self.assertIn("core.bare=false", seen)
