@@ -108,6 +108,46 @@ class StandardKselftestBuild(unittest.TestCase):
             ["aio", "android"],
         )
 
+    def test_clock_setting_selftests_stay_out_of_run_tests(self):
+        """A listed selftest that sets the clock is built by its Makefile
+        but left out of a plain `make run_tests` (TEST_GEN_PROGS_EXTENDED,
+        as the destructive tests of timers are): whoever runs the
+        kselftests must not find the clock moved to 2040."""
+        tree, specs = applied_selftests(self)
+        setter = re.compile(
+            r"\b(clock_settime|settimeofday|stime)\s*\(|ADJ_SETOFFSET|"
+            r"__NR_clock_settime"
+        )
+        checked = []
+        for source in sorted({s.source for s in specs}):
+            if not setter.search(read(os.path.join(tree, source))):
+                continue
+            r = subprocess.run(
+                [
+                    "make",
+                    "-s",
+                    "--no-print-directory",
+                    "-C",
+                    os.path.dirname(os.path.join(tree, source)),
+                    "--eval",
+                    "lk-progs: ; @echo '$(notdir $(TEST_GEN_PROGS))"
+                    "|$(notdir $(TEST_GEN_PROGS_EXTENDED))'",
+                    "lk-progs",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                universal_newlines=True,
+            )
+            self.assertEqual(r.returncode, 0, r.stdout)
+            run, built = (part.split() for part in r.stdout.strip().split("|"))
+            program = os.path.basename(source)[:-2]
+            with self.subTest(test=source):
+                self.assertNotIn(program, run, "in TEST_GEN_PROGS")
+                self.assertIn(program, built, "not in TEST_GEN_PROGS_EXTENDED")
+            checked.append(program)
+        # valid-adjtimex and time64_calls_test at least
+        self.assertGreaterEqual(len(checked), 2, checked)
+
     def test_make_builds_every_listed_selftest(self):
         tree, specs = applied_selftests(self)
         # This host builds what runs on x86.  A selftest for arm ABIs only
