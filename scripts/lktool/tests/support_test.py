@@ -5,13 +5,17 @@ programs on the host skip, saying why, where it cannot."""
 
 import os
 import shutil
+import signal
 import struct
+import subprocess
 import tempfile
+import time
 import unittest
 
 from unittest import mock
 
 from . import bench_output_test, fuzz_driver_test, support
+from .qemu_support import process_state
 from .support import QUICK
 
 
@@ -75,3 +79,22 @@ class HostAbi(unittest.TestCase):
         if "i686-linux-gnu-gcc is not installed" in reasons:
             self.skipTest("i686-linux-gnu-gcc is not installed")
         self.assertEqual(reasons, [why] * 3)
+
+
+class ProcessState(unittest.TestCase):
+    """qemu_support.process_state(): how a SIGTERM test tells that qemu no
+    longer runs, a zombie whose reaper is slow included."""
+
+    def test_running_zombie_and_gone(self):
+        self.assertIn(process_state(os.getpid()), ("R", "S"))
+        child = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(child.kill)
+        self.assertIn(process_state(child.pid), ("R", "S"))
+        os.kill(child.pid, signal.SIGKILL)
+        for _ in range(100):  # not reaped yet: a zombie
+            if process_state(child.pid) == "Z":
+                break
+            time.sleep(0.01)
+        self.assertEqual(process_state(child.pid), "Z")
+        child.wait()
+        self.assertIsNone(process_state(child.pid))
