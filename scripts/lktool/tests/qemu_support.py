@@ -193,5 +193,5 @@ def process_state(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rpartition(")")[2].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
+    except (FileNotFoundError, IndexError):
         return None
