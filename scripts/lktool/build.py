@@ -32,6 +32,8 @@ def make_cmd(t: common.Target, build_dir: str, tree: str) -> list[str]:
         "ARCH=" + t["arch"],
         "CROSS_COMPILE=" + cross,
     ]
+    if t.get("subarch"):
+        cmd.append("SUBARCH=" + t["subarch"])
     if shutil.which("ccache"):
         cmd += ["CC=ccache %sgcc" % cross, "HOSTCC=ccache gcc"]
     return cmd
@@ -88,7 +90,10 @@ def configure(
                 cwd=tree,
                 logfile=logfile,
                 env=dict(
-                    common.make_env(), ARCH=t["arch"], CROSS_COMPILE=t["cross_compile"]
+                    common.make_env(),
+                    ARCH=t["arch"],
+                    CROSS_COMPILE=t["cross_compile"],
+                    **({"SUBARCH": t["subarch"]} if t.get("subarch") else {}),
                 ),
             )
             common.run(cmd + ["olddefconfig"], logfile=logfile)

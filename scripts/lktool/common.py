@@ -397,6 +397,13 @@ def read_kv(path: str) -> dict[str, str]:
     return data
 
 
+def srcarch_dirs(arch: str) -> set[str]:
+    """The directories under arch/ whose files a build for ARCH=arch can
+    compile or read: SRCARCH's, and for User-mode Linux also x86's, whose
+    arch/x86/um/ and headers UML on x86 builds with."""
+    return {srcarch(arch)} | ({"x86"} if arch == "um" else set())
+
+
 def srcarch(arch: str) -> str:
     """kbuild's SRCARCH for ARCH=arch: the directory under arch/.
 

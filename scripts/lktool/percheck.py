@@ -211,11 +211,13 @@ def do_check(
         raise common.Failure(
             "no target to build at each patch (configs/matrix/bisect is empty)"
         )
-    arch_targets = (
-        []
-        if args.bisect_target
-        else [targetconf.load_target(n) for n in targetconf.matrix("bisect-arch")]
-    )
+    # CI builds the architectures of configs/matrix/bisect-arch at the
+    # patches that change them; `lk test --full` (--bisect=full) those of
+    # bisect-arch-full too, every 32-bit ABI's build target.
+    arch_names = [] if args.bisect_target else targetconf.matrix("bisect-arch")
+    if not args.bisect_target and args.bisect == "full":
+        arch_names += targetconf.matrix("bisect-arch-full")
+    arch_targets = [targetconf.load_target(n) for n in arch_names]
     build_each_patch(
         args, results, tree, upstream, commits, targets, logdir, arch_targets
     )

@@ -29,6 +29,7 @@ def load_target(name: str) -> common.Target:
     t.setdefault("defconfig", "")
     t.setdefault("kunitconfig", "")
     t.setdefault("cross_compile", "")
+    t.setdefault("subarch", "")
     t["fragments"] = t.get("fragments", "").split()
     t["goals"] = t["goals"].split()
     t["ci_goals"] = t["ci_goals"].split() if "ci_goals" in t else None
@@ -51,37 +52,28 @@ def list_lines(path: str) -> list[str]:
         return [l.split("#", 1)[0].strip() for l in f if l.split("#", 1)[0].strip()]
 
 
-def kconfig_only_options(patch: str) -> list[str] | None:
-    """The options a patch adds if it changes Kconfig files only and adds
-    options that are off unless something selects or sets them (no
-    default, and selected only by options the patch adds); else None.
-
-    Such a patch changes no configuration that does not set one of its
-    options, so a baseline of a target whose fragments set none of them
-    does not depend on it.
-    """
-    files = re.findall(r"(?m)^diff --git a/\S+ b/(\S+)$", patch)
-    if not files or not all(os.path.basename(f).startswith("Kconfig") for f in files):
-        return None
-    added = [
-        l[1:]
-        for l in patch.splitlines()
-        if l.startswith("+") and not l.startswith("+++")
-    ]
-    removed = [
-        l for l in patch.splitlines() if l.startswith("-") and not l.startswith("---")
-    ]
-    if removed or any(
-        re.match(r"\s*(default|def_bool|def_tristate)\b", l) for l in added
-    ):
-        return None
-    return re.findall(r"(?m)^\s*(?:menu)?config\s+(\w+)", "\n".join(added))
+def affects_arch(patch: str, srcarch_dirs: set[str]) -> bool:
+    """Whether a patch can change a build for an architecture whose
+    directories under arch/ are srcarch_dirs: False only if every file it
+    changes is under arch/ of other architectures."""
+    files = re.findall(r"(?m)^diff --git a/(\S+) b/(\S+)$", patch)
+    if not files:
+        return True
+    for a, b in files:
+        for f in (a, b):
+            parts = f.split("/")
+            if len(parts) < 3 or parts[0] != "arch" or parts[1] in srcarch_dirs:
+                return True
+    return False
 
 
 def baseline_stamp(series_dir: str, t: common.Target) -> str:
     """What a target's warnings depend on besides the upstream patches.
 
-    The prerequisite patches, what the target's .conf says about a full
+    The prerequisite patches (but those that change only another
+    architecture's files under arch/, which this target's build never
+    reads: a toolchain fix for sparc64 leaves the baselines of x86 and
+    arm as they are), what the target's .conf says about a full
     build (architecture, compiler, defconfig, fragments and goals; not its
     comments nor its CI goals) and its fragments, and the compiler's
     version: a baseline made with any of them different is stale.
@@ -91,22 +83,20 @@ def baseline_stamp(series_dir: str, t: common.Target) -> str:
     for frag in t["fragments"]:
         with open(os.path.join(common.FRAGMENTS, frag), "rb") as f:
             frag_bytes.append(f.read())
-    fragments = b"".join(frag_bytes).decode("utf-8", "replace")
+    own = common.srcarch_dirs(t["arch"])
     for e in series.read_series(series_dir):
         if not e.upstream:
             with open(os.path.join(series_dir, "patches", e.path), "rb") as f:
                 text = f.read()
-            added = kconfig_only_options(text.decode("utf-8", "replace"))
-            if added is not None and not any(
-                re.search(r"(?m)^CONFIG_%s=" % o, fragments) for o in added
-            ):
-                continue  # its options are off in this target
+            if not affects_arch(text.decode("utf-8", "replace"), own):
+                continue
             h.update(text)
     h.update(
         (
-            "arch=%s cross_compile=%s defconfig=%s fragments=%s goals=%s\n"
+            "arch=%s%s cross_compile=%s defconfig=%s fragments=%s goals=%s\n"
             % (
                 t["arch"],
+                "/" + t["subarch"] if t["subarch"] else "",
                 t["cross_compile"],
                 t["defconfig"],
                 " ".join(t["fragments"]),

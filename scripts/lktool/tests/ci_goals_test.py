@@ -181,7 +181,13 @@ class ArchBisect(unittest.TestCase):
         from .. import percheck
 
         arm, arm64 = targetconf.load_target("arm"), targetconf.load_target("arm64")
-        self.assertEqual(targetconf.matrix("bisect-arch"), ["arm", "arm64"])
+        self.assertEqual(
+            targetconf.matrix("bisect-arch"), ["arm", "arm64", "mips", "powerpc"]
+        )
+        sparc32 = targetconf.load_target("sparc32")
+        self.assertIn("sparc32", targetconf.matrix("bisect-arch-full"))
+        self.assertTrue(percheck.touches_arch(["arch/sparc/kernel/a.S"], sparc32))
+        self.assertFalse(percheck.touches_arch(["arch/sh/kernel/a.S"], sparc32))
         for files, want in (
             (["arch/arm64/kernel/pointer_auth.c", "include/linux/x.h"], (False, True)),
             (["arch/arm/tools/syscall.tbl"], (True, False)),

@@ -10,7 +10,7 @@ import unittest
 
 from unittest import mock
 
-from .. import build, common, kunit, percheck, series, targetconf, warns
+from .. import build, common, kunit, percheck, targetconf, warns
 from .support import TOP, read, write
 
 
@@ -279,71 +279,51 @@ class BaselineStamps(unittest.TestCase):
             stamp,
         )
 
-
-class KconfigOnlyPrerequisites(unittest.TestCase):
-    """A prerequisite patch that only adds options that are off by default
-    counts for the baselines of the targets that set one of them only."""
-
-    def patch(self, *hunks):
-        return "".join(
-            "diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n%s"
-            % (f, f, f, f, body)
-            for f, body in hunks
-        )
-
-    def test_options_without_default_are_returned(self):
-        p = self.patch(
-            ("arch/Kconfig", "+config ARCH_HAS_64BIT_TIME\n+\tbool\n"),
-            (
-                "arch/x86/Kconfig.debug",
-                "+config X86_T\n+\tbool " '"t"\n+\tselect ARCH_HAS_64BIT_TIME\n',
-            ),
-        )
-        self.assertEqual(
-            targetconf.kconfig_only_options(p), ["ARCH_HAS_64BIT_TIME", "X86_T"]
-        )
-
-    def test_anything_else_counts_for_every_target(self):
-        for p in (
-            self.patch(("arch/Kconfig", "+config A\n+\tdef_bool y\n")),
-            self.patch(("arch/Kconfig", "+config A\n+\tdefault y\n")),
-            self.patch(("arch/Kconfig", "-\tdefault n\n+config A\n")),
-            self.patch(("arch/Kconfig", "+config A\n"), ("kernel/a.c", "+int a;\n")),
-            "no diff at all\n",
-        ):
-            self.assertIsNone(targetconf.kconfig_only_options(p), p)
-
-    def test_the_project_build_test_switch_is_only_i386_time64s(self):
-        entries = [
-            e
-            for e in series.read_series(TOP)
-            if not e.upstream and "64bit-time" in e.path
-        ]
-        self.assertEqual(len(entries), 1)
-        with open(os.path.join(TOP, "patches", entries[0].path)) as f:
-            self.assertIn(
-                "X86_32_64BIT_TIME_BUILD_TEST",
-                targetconf.kconfig_only_options(f.read()) or [],
+    def test_another_architectures_prerequisite_does_not_count(self):
+        # A toolchain fix confined to arch/sparc/ changes the stamps of the
+        # sparc targets only; one that also touches a generic file, or
+        # arch/x86/ (which User-mode Linux builds with), changes more.
+        def diff(*files):
+            return "".join(
+                "diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n" % (f, f, f, f)
+                for f in files
             )
+
         with tempfile.TemporaryDirectory() as d:
             shutil.copytree(os.path.join(TOP, "patches"), os.path.join(d, "patches"))
-            with open(os.path.join(TOP, "series")) as f:
+            base = read(os.path.join(TOP, "series"))
+            targets = {
+                n: targetconf.load_target(n) for n in ("x86_64", "arm", "um", "i386")
+            }
+            before = {n: targetconf.baseline_stamp(TOP, t) for n, t in targets.items()}
+            for files, changed in (
+                (("arch/sparc/mm/init_64.c",), set()),
+                (("arch/sparc/mm/init_64.c", "arch/arm/Makefile"), {"arm"}),
+                (("arch/x86/Makefile",), {"x86_64", "um", "i386"}),
+                (("arch/sparc/mm/init_64.c", "include/linux/mmzone.h"), set(targets)),
+                (("arch/Kconfig",), set(targets)),
+            ):
+                write(
+                    os.path.join(d, "patches", "prereq", "9999-fix.patch"), diff(*files)
+                )
                 write(
                     os.path.join(d, "series"),
-                    f.read().replace(entries[0].path + "\n", ""),
+                    base.replace(
+                        "# Upstream-bound", "prereq/9999-fix.patch\n# Upstream-bound", 1
+                    ),
                 )
-            for name, same in (
-                ("i386-defconfig", True),
-                ("x86_64", True),
-                ("i386-time64", False),
-            ):
-                t = targetconf.load_target(name)
+                after = {n: targetconf.baseline_stamp(d, t) for n, t in targets.items()}
                 self.assertEqual(
-                    targetconf.baseline_stamp(TOP, t)
-                    == targetconf.baseline_stamp(d, t),
-                    same,
-                    name,
+                    {n for n in targets if after[n] != before[n]}, changed, files
                 )
+
+    def test_affects_arch(self):
+        sparc = "diff --git a/arch/sparc/a.c b/arch/sparc/a.c\n"
+        self.assertFalse(targetconf.affects_arch(sparc, {"x86"}))
+        self.assertTrue(targetconf.affects_arch(sparc, {"sparc"}))
+        self.assertTrue(targetconf.affects_arch("no diff\n", {"x86"}))
+        self.assertEqual(common.srcarch_dirs("um"), {"um", "x86"})
+        self.assertEqual(common.srcarch_dirs("i386"), {"x86"})
 
 
 class GuestTargets(unittest.TestCase):
@@ -388,6 +368,24 @@ class GuestTargets(unittest.TestCase):
             # Built in full by CI, as the guests' kernels are.
             self.assertIsNone(guest["ci_goals"], name)
 
+    def test_big_endian_guest_kernels(self):
+        # mips and powerpc have no defconfig target: their guests' kernels
+        # are allnoconfig plus what every guest needs, the machine, KUnit
+        # and binderfs, built with Debian's cross compilers.
+        for name, cross, machine in (
+            ("mips", "mips-linux-gnu-", "mips-malta.config"),
+            ("powerpc", "powerpc-linux-gnu-", "ppc-mac.config"),
+        ):
+            t = targetconf.load_target(name)
+            self.assertEqual((t["arch"], t["cross_compile"]), (name, cross))
+            self.assertEqual(t["defconfig"], "allnoconfig")
+            self.assertEqual(
+                t["fragments"],
+                ["qemu-guest.config", machine, "kunit.config", "binderfs.config"],
+            )
+            self.assertEqual(t["goals"], ["vmlinux"])
+            self.assertIsNone(t["ci_goals"], name)
+
     def test_every_fragment_is_used(self):
         d = os.path.join(TOP, "configs", "targets")
         used = set()
@@ -422,5 +420,6 @@ class GuestTargets(unittest.TestCase):
             targetconf.matrix("ci")
             + targetconf.matrix("bisect")
             + targetconf.matrix("bisect-arch")
+            + targetconf.matrix("bisect-arch-full")
         ):
             self.assertIn(name, full)
