@@ -40,6 +40,9 @@ class DataFiles(unittest.TestCase):
         # arm64 runs 32-bit arm programs through AArch32 compat.
         self.assertEqual(qemu_conf.load_guest("arm64")["abis"], ["arm64", "arm"])
         self.assertEqual(qemu_conf.load_guest("arm")["abis"], ["arm"])
+        # The 32-bit big-endian guests run their own ABI only.
+        self.assertEqual(qemu_conf.load_guest("mips")["abis"], ["mips"])
+        self.assertEqual(qemu_conf.load_guest("ppc")["abis"], ["ppc"])
         # Pointer authentication: absent on the Cortex-A57, present on max.
         max_ = qemu_conf.load_guest("arm64-max")
         self.assertEqual(max_["target"], qemu_conf.load_guest("arm64")["target"])
@@ -51,10 +54,14 @@ class DataFiles(unittest.TestCase):
             self.assertEqual(patterns["expect_paca"], "^# HWCAP_PACA: %s$" % has, name)
 
     def test_abis(self):
-        self.assertEqual(qemu_conf.abi_names(), ["32", "64", "arm", "arm64"])
+        self.assertEqual(
+            qemu_conf.abi_names(), ["32", "64", "arm", "arm64", "mips", "ppc"]
+        )
         for name, cc, arch in (
             ("arm", "arm-linux-gnueabihf-gcc", "arm"),
             ("arm64", "aarch64-linux-gnu-gcc", "arm64"),
+            ("mips", "mips-linux-gnu-gcc", "mips"),
+            ("ppc", "powerpc-linux-gnu-gcc", "powerpc"),
         ):
             a = qemu_conf.load_abi(name)
             self.assertEqual((a["name"], a["cc"], a["headers_arch"]), (name, cc, arch))
@@ -65,7 +72,11 @@ class DataFiles(unittest.TestCase):
             qemu_conf.load_abi("arm")["headers_inputs"],
             ["arch/arm/include/uapi", "arch/arm/tools"],
         )
-        with self.assertRaisesRegex(common.Failure, "ABIs: 32 64 arm arm64"):
+        # powerpc's headers come from arch/powerpc (ARCH=powerpc).
+        self.assertEqual(
+            userspace.headers_srcarch(qemu_conf.load_abi("ppc")), "powerpc"
+        )
+        with self.assertRaisesRegex(common.Failure, "ABIs: 32 64 arm arm64 mips ppc"):
             qemu_conf.load_abi("armel")
 
     def test_abi_header_inputs_are_in_the_tree(self):
@@ -124,6 +135,33 @@ class DataFiles(unittest.TestCase):
             self.assertTrue(append.startswith("console=ttyAMA0 panic=-1 "), append)
             self.assertIn("lkqemu.abi=%s" % abi, append)
             self.assertEqual(cmd[cmd.index("-kernel") + 1], "/k")
+
+    def test_big_endian_command_lines(self):
+        # Malta and mac99 load the ELF vmlinux themselves; one CPU each, the
+        # console on the 16550 (Malta) and the ESCC (mac99, as ttyS0).
+        for name, binary, machine, abi, memory in (
+            ("mips", "qemu-system-mips", "malta", "mips", "256"),
+            ("ppc", "qemu-system-ppc", "mac99", "ppc", "512"),
+        ):
+            g = qemu_conf.load_guest(name)
+            self.assertEqual(g["kernel"], "vmlinux")
+            cmd = boot.qemu_command(g, "/k", "/rd", TOKEN)
+            self.assertEqual(cmd[:3], [binary, "-accel", "tcg"])
+            self.assertEqual(cmd[cmd.index("-M") + 1], machine)
+            self.assertEqual(cmd[cmd.index("-nic") + 1], "none")
+            self.assertEqual(cmd[cmd.index("-smp") + 1], "1")
+            self.assertEqual(cmd[cmd.index("-m") + 1], memory)
+            append = cmd[cmd.index("-append") + 1]
+            self.assertTrue(append.startswith("console=ttyS0 panic=-1 "), append)
+            self.assertIn("lkqemu.abi=%s" % abi, append)
+
+    def test_big_endian_abis_run_the_time64_tests(self):
+        # Both variants of time64_calls_test, as on i386 and arm.
+        specs = dict((s.name, s) for s in qemu_conf.read_selftests())
+        for name in ("time64_calls_test", "time64_calls_test_t64"):
+            for abi in ("32", "arm", "mips", "ppc"):
+                self.assertIn(abi, specs[name].abis, (name, abi))
+        self.assertIn("-D_TIME_BITS=64", specs["time64_calls_test_t64"].flags)
 
     def test_selftest_list(self):
         specs = qemu_conf.read_selftests()
