@@ -39,7 +39,7 @@ import argparse
 import os
 import sys
 
-from typing import Callable
+from typing import Callable, MutableMapping
 
 from . import (
     apply,
@@ -146,6 +146,28 @@ LOCKED = (
     "fuzz",
     "bench",
 )
+
+
+def ccache_env(env: MutableMapping[str, str]) -> None:
+    """How lk's builds use ccache.
+
+    Depend mode: on a miss, the headers to hash come from the dependency
+    file the compiler writes anyway (kbuild's -Wp,-MD), not from a run of
+    the preprocessor before the compile; a cold build takes about a
+    quarter less time (i386 allnoconfig from an empty cache on two
+    cores, twice in either order: 105 and 120 s in the default mode, 74
+    and 88 s in depend mode).  It compiles with the paths as kbuild gives them
+    (absolute source paths in an O= build) and replays a hit's warnings
+    with the paths of the build that stored it: so no base_dir (set
+    empty, over any ccache.conf), which would let one tree hit another
+    tree's results and print the other tree's paths.  The build
+    directory's name stays out of the hash (NOHASHDIR; hashed where -g is
+    on, as for arm64 and um): the per-patch, tip and KUnit builds of the
+    one applied tree share results, as they compile the same absolute
+    source paths."""
+    env.setdefault("CCACHE_DEPEND", "1")
+    env["CCACHE_BASEDIR"] = ""
+    env.setdefault("CCACHE_NOHASHDIR", "1")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -383,13 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     s.add_argument("tree", help="kernel git tree with v4.20, prereq, HEAD")
     args = p.parse_args(argv)
-    # ccache: paths below the work directory count relative to the build
-    # directory, so that every tree and build directory lk makes there
-    # (the applied tree, the per-patch builds, the selftests' trees)
-    # shares results; and the build directory's name (hashed where -g is
-    # on, as for arm64 and um) does not matter.
-    os.environ.setdefault("CCACHE_BASEDIR", common.out_dir(args))
-    os.environ.setdefault("CCACHE_NOHASHDIR", "1")
+    ccache_env(os.environ)
     try:
         if args.cmd in LOCKED:
             args.lock = pipeline.lock_out(args)

@@ -205,7 +205,13 @@ def run_spatch(
     )
     if spatch_jobs > 1:
         cmd += ["--jobs", str(spatch_jobs), "--chunksize", "1"]
-    r = common.run(cmd, capture=True, check=False, timeout=3600)
+    # With --jobs, spatch keeps its workers' output in a directory it
+    # makes in its working directory (NAME_DATE_PID) and may leave it
+    # there: never the checkout's.
+    with tempfile.TemporaryDirectory(
+        prefix="spatch-", dir=os.path.dirname(logfile)
+    ) as cwd:
+        r = common.run(cmd, cwd=cwd, capture=True, check=False, timeout=3600)
     with open(logfile, "a") as f:
         f.write("$ %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
     err = [l for l in r.stderr.splitlines() if l.strip()]

@@ -223,6 +223,28 @@ def do_check(
     )
 
 
+def build_verdict(
+    goals: list[str], cfiles: list[str], built: list[str]
+) -> tuple[str, str]:
+    """(status, text) of a per-patch build whose make succeeded: goals
+    were made, built are those of the patch's C files cfiles whose object
+    now exists.  A SKIP only where the make built nothing of the patch: its
+    C files are all outside this configuration and the goals are their
+    objects alone.  A goal beyond them (a system call table's directory,
+    the objects of a header's users, vmlinux) was built: a PASS that says
+    which of the C files were not."""
+    own = {c[:-2] + ".o" for c in cfiles}
+    if cfiles and not built and all(g in own for g in goals):
+        return ("SKIP", "none of %s is built in this configuration" % ", ".join(cfiles))
+    text = "make %s" % " ".join(goals)
+    if len(built) != len(cfiles):
+        text += " (%d of %d touched C files are in this configuration)" % (
+            len(built),
+            len(cfiles),
+        )
+    return "PASS", text
+
+
 def touches_arch(files: list[str], t: common.Target) -> bool:
     """Whether a patch changes a file of t's architecture (arch/SRCARCH/):
     the patches that a target of configs/matrix/bisect-arch is built at."""
@@ -412,30 +434,8 @@ def build_each_patch(
                         )
                     )
                     return
-                if cfiles and not built and goals != ["vmlinux"]:
-                    rows.append(
-                        (
-                            "SKIP",
-                            what,
-                            "none of %s is built in this "
-                            "configuration" % ", ".join(cfiles),
-                        )
-                    )
-                else:
-                    rows.append(
-                        (
-                            "PASS",
-                            what,
-                            "make %s%s"
-                            % (
-                                " ".join(goals),
-                                ""
-                                if len(built) == len(cfiles)
-                                else " (%d of %d touched C files are in this "
-                                "configuration)" % (len(built), len(cfiles)),
-                            ),
-                        )
-                    )
+                status, text = build_verdict(goals, cfiles, built)
+                rows.append((status, what, text))
                 if t is targets[0]:
                     sparse["after"] = sparse_after(t, tree, bdir, cfiles, slog)
 

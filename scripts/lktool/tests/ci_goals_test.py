@@ -204,3 +204,57 @@ class ArchBisect(unittest.TestCase):
                 want,
                 files,
             )
+
+
+class PatchVerdict(unittest.TestCase):
+    """A per-patch build row: SKIP only where nothing of the patch was built."""
+
+    def test_a_table_built_beside_foreign_c_files_passes(self):
+        # The split IPC patch on x86: its C files are s390's and a
+        # selftest's, but its change to syscall_32.tbl builds arch/x86/entry/.
+        from .. import percheck
+
+        status, text = percheck.build_verdict(
+            ["arch/x86/entry/"],
+            ["arch/s390/kernel/compat_wrapper.c", "tools/testing/x/t.c"],
+            [],
+        )
+        self.assertEqual(status, "PASS")
+        self.assertEqual(
+            text,
+            "make arch/x86/entry/ (0 of 2 touched C files are in this configuration)",
+        )
+
+    def test_only_foreign_objects_skip(self):
+        from .. import percheck
+
+        self.assertEqual(
+            percheck.build_verdict(
+                ["arch/arm64/kernel/ptrace.o"], ["arch/arm64/kernel/ptrace.c"], []
+            ),
+            (
+                "SKIP",
+                "none of arch/arm64/kernel/ptrace.c is built in this configuration",
+            ),
+        )
+
+    def test_built_files_and_vmlinux_pass(self):
+        from .. import percheck
+
+        self.assertEqual(
+            percheck.build_verdict(["fs/select.o"], ["fs/select.c"], ["fs/select.c"]),
+            ("PASS", "make fs/select.o"),
+        )
+        self.assertEqual(
+            percheck.build_verdict(["vmlinux"], ["kernel/x.c"], []),
+            ("PASS", "make vmlinux (0 of 1 touched C files are in this configuration)"),
+        )
+        self.assertEqual(
+            percheck.build_verdict(
+                ["fs/a.o", "fs/b.o"], ["fs/a.c", "fs/b.c"], ["fs/a.c"]
+            ),
+            (
+                "PASS",
+                "make fs/a.o fs/b.o (1 of 2 touched C files are in this configuration)",
+            ),
+        )

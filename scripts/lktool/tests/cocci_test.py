@@ -67,6 +67,32 @@ class CocciReports(unittest.TestCase):
         self.assertEqual(cocci.version_tuple(s.requires), (1, 0, 8))
         self.assertLess(cocci.version_tuple("1.0.4"), (1, 0, 8))
 
+    def test_spatch_runs_in_a_directory_of_its_own(self):
+        # spatch --jobs leaves NAME_DATE_PID/ in its working directory
+        # (once in the checkout, and committed by mistake).
+        seen = {}
+
+        def fake_run(cmd, cwd=None, **kw):
+            seen["cwd"] = cwd
+            os.makedirs(os.path.join(cwd, "double_lock_7_11_2026:12:9:40_1"))
+            return mock.Mock(returncode=0, stdout="", stderr="")
+
+        with tempfile.TemporaryDirectory() as d:
+            script = cocci.CocciScript(os.path.join(d, "x.cocci"), IFNULLFREE)
+            logfile = os.path.join(d, "logs", "cocci.log")
+            os.makedirs(os.path.dirname(logfile))
+            with mock.patch.object(cocci.common, "run", fake_run):
+                ok, _, _, _ = cocci.run_spatch(
+                    script, [os.path.join(d, "a.c")], [], logfile, 2
+                )
+            self.assertTrue(ok)
+            self.assertNotIn(seen["cwd"], (None, os.getcwd()))
+            self.assertFalse(os.path.exists(seen["cwd"]))
+            self.assertEqual(
+                sorted(os.listdir(os.path.dirname(logfile))),
+                ["cocci.log", "cocci.log.groups"],
+            )
+
 
 @unittest.skipIf(QUICK, "--quick: no spatch runs")
 class CocciCheck(unittest.TestCase):

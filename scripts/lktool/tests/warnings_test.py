@@ -411,3 +411,61 @@ class WorkTree(unittest.TestCase):
         )
         apply.applied_tree(args)
         self.assertEqual(read(path), "old\n")
+
+
+@unittest.skipUnless(
+    shutil.which("ccache") and shutil.which("gcc"), "needs ccache and gcc"
+)
+class CcacheWarnings(unittest.TestCase):
+    """lk's ccache settings: a warning replayed from the cache names the
+    file of the tree being built, never another tree's."""
+
+    def compile_in(self, root, tree, env):
+        """Compile tree's t.c as kbuild does in an O= build (absolute
+        source path, -Wp,-MD), from a build directory of its own; the
+        compiler's stderr."""
+        bdir = os.path.join(root, tree, "build")
+        os.makedirs(bdir, exist_ok=True)
+        r = subprocess.run(
+            ["ccache", "gcc", "-O2", "-Wall", "-Wp,-MD,.t.o.d", "-c"]
+            + [os.path.join(root, tree, "src", "t.c"), "-o", "t.o"],
+            cwd=bdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return r.stderr
+
+    def replayed_paths(self, settings):
+        with tempfile.TemporaryDirectory() as root:
+            for tree in ("a", "b"):
+                write(
+                    os.path.join(root, tree, "src", "t.c"),
+                    "int g(void)\n{\n\tint a[2];\n\n\treturn a[3];\n}\n",
+                )
+            env = dict(common.clean_env(), CCACHE_DIR=os.path.join(root, "cc"))
+            for key in ("CCACHE_DEPEND", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR"):
+                env.pop(key, None)
+            settings(env)
+            first = self.compile_in(root, "a", env)
+            second = self.compile_in(root, "b", env)
+            return root, first, second
+
+    def test_lk_settings_name_the_tree_being_built(self):
+        from .. import cli
+
+        root, first, second = self.replayed_paths(cli.ccache_env)
+        self.assertIn(os.path.join(root, "a", "src", "t.c"), first)
+        self.assertIn(os.path.join(root, "b", "src", "t.c"), second)
+        self.assertNotIn(os.path.join(root, "a", "src"), second)
+
+    def test_depend_mode_with_a_base_dir_would_name_another_tree(self):
+        # Why cli.ccache_env() empties base_dir: with it, tree b hits tree
+        # a's result and its warning names a's file.
+        def with_base_dir(env):
+            env.update(CCACHE_DEPEND="1", CCACHE_NOHASHDIR="1")
+            env["CCACHE_BASEDIR"] = os.path.dirname(env["CCACHE_DIR"])
+
+        root, _, second = self.replayed_paths(with_base_dir)
+        self.assertIn(os.path.join(root, "a", "src", "t.c"), second)
