@@ -46,7 +46,7 @@ class DataFiles(unittest.TestCase):
         # Pointer authentication: absent on the Cortex-A57, present on max.
         max_ = qemu_conf.load_guest("arm64-max")
         self.assertEqual(max_["target"], qemu_conf.load_guest("arm64")["target"])
-        self.assertEqual(max_["tests"], ["pac_test", "pac_kvm_test"])
+        self.assertEqual(max_["tests"], ["pac_test", "pac_kvm_test", "pacga_el2_test"])
         for name, has in (("arm64", "absent"), ("arm64-max", "present")):
             patterns = dict(
                 (k, rx.pattern) for k, rx in qemu_conf.load_guest(name)["expects"]
