@@ -47,8 +47,8 @@ def normalise_path(path: str, roots: Sequence[str]) -> str:
 def build_roots(build_dir: str, tree: str) -> tuple[str, str, str]:
     """The prefixes that parse_warnings() drops from a build's paths: the
     build and source directories, and the source directory as seen from
-    the build directory (ccache's base_dir makes the compiler see it so;
-    see main())."""
+    the build directory (a ccache with base_dir set makes the compiler
+    see it so, as lk's did before cli.ccache_env())."""
     return (build_dir, tree, os.path.relpath(tree, build_dir))
 
 
