@@ -214,9 +214,11 @@ def do_check(
     # CI builds the architectures of configs/matrix/bisect-arch at the
     # patches that change them; `lk test --full` (--bisect=full) those of
     # bisect-arch-full too, every 32-bit ABI's build target.
-    arch_names = [] if args.bisect_target else targetconf.matrix("bisect-arch")
-    if not args.bisect_target and args.bisect == "full":
-        arch_names += targetconf.matrix("bisect-arch-full")
+    arch_names = []
+    if not args.bisect_target:
+        arch_names = targetconf.matrix("bisect-arch")
+        if args.bisect == "full":
+            arch_names += targetconf.matrix("bisect-arch-full")
     arch_targets = [targetconf.load_target(n) for n in arch_names]
     build_each_patch(
         args, results, tree, upstream, commits, targets, logdir, arch_targets
