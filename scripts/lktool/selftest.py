@@ -20,6 +20,7 @@ from . import common, lint
 SELFTEST_SCRIPTS = (
     ("lk", "selftest"),
     ("broken", "selftest-broken"),
+    ("broken-series", "selftest-broken-series"),
     ("qemu", "selftest-qemu"),
     ("qemu-arm", "selftest-qemu-arm"),
     ("fuzz", "selftest-fuzz"),
@@ -36,7 +37,9 @@ def do_selftest(
     checks (lint.py).
 
     The groups run side by side: lk and broken mostly compile (broken
-    builds kernel objects at deliberately broken patches), qemu and
+    builds kernel objects at deliberately broken patches; broken-series
+    applies, checks and mails such series: the two share no build
+    directory, and together they used to be the longest group), qemu and
     qemu-arm mostly wait for one-CPU QEMU guests (the x86 ones and the
     arm ones: their wall-clock-limit cases wait half a minute each), and
     fuzz and bench take seconds, so together they take little more than

@@ -3,12 +3,15 @@
 
   python3 scripts/lktool/tests [--quick] [GROUP ...]
 
-GROUP is one of lk, broken, qemu, qemu-arm, fuzz, bench (default: all of
-them, in that order); `scripts/lk selftest` runs them side by side.  An
-entry is a test module, or module.Class for one class of it (the boots of
-one guest are a class: the guests' groups wait on QEMU side by side).  --quick leaves out the tests that need a base tree, a compiler
-or a QEMU boot; they are reported as skipped, never as passed.  Each
-test prints one `unittest -v` line, which `scripts/lk selftest` reads.
+GROUP is one of lk, broken, broken-series, qemu, qemu-arm, fuzz, bench
+(default: all of them, in that order); `scripts/lk selftest` runs them
+side by side.  An entry is a test module, or module.Class for one class
+of it (the boots of one guest are a class: the guests' groups wait on
+QEMU side by side; the broken-patch cases are two classes, those that
+build at each patch and the others).  --quick leaves out the tests that
+need a base tree, a compiler or a QEMU boot; they are reported as
+skipped, never as passed.  Each test prints one `unittest -v` line,
+which `scripts/lk selftest` reads.
 With LK_TEST_TIMES=FILE, each test's seconds (setUpClass counted with
 the class's first test) go to FILE, slowest first: where the time goes.
 """
@@ -39,7 +42,8 @@ GROUPS = {
         "kunit_test",
         "checkpatch_test",
     ),
-    "broken": ("broken_test",),
+    "broken": ("broken_test.BrokenBuilds",),
+    "broken-series": ("broken_test.BrokenSeries",),
     "qemu": (
         "qemu_parser_test",
         "qemu_reports_test",

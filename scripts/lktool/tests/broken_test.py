@@ -21,14 +21,18 @@ PATCH_BUILD = ("--bisect-target", "x86_64-defconfig")
 
 @unittest.skipIf(QUICK, "--quick: no tests that need the base tree")
 @unittest.skipUnless(have_base(), "no v4.20 git base tree (see README.md)")
-class BrokenPatches(unittest.TestCase):
-    """A broken upstream-bound patch must fail the run and be named."""
+class ScratchSeries(unittest.TestCase):
+    """A scratch clone of the base and series made of the project's
+    prerequisite stack plus deliberately broken patches; the tests of a
+    class share one work directory (so the kernel objects they build keep
+    their paths and ccache serves them next time), and the classes run
+    side by side, each in its own."""
+
+    work = out = scratch = ""
 
     @classmethod
     def setUpClass(cls):
-        # A fixed place under the work directory, so that the kernel objects
-        # these tests build keep their paths and ccache serves them next time.
-        cls.work = os.path.join(common.out_dir(None), "selftest")
+        cls.work = os.path.join(common.out_dir(None), "selftest", cls.__name__)
         if os.path.exists(cls.work):
             shutil.rmtree(cls.work)
         os.makedirs(cls.work)
@@ -123,23 +127,18 @@ class BrokenPatches(unittest.TestCase):
         self.assertNotEqual(code, 0, out)
         return out
 
-    def test_patch_that_does_not_apply(self):
-        # Made on top of a change the series does not have, so its context
-        # is wrong.
-        self.bcd_patch(
-            "#include <linux/bcd.h>",
-            "#include <linux/bcd.h>\n/* one */",
-            "lib: first change",
-        )
-        d, name = self.bcd_series(
-            "/* one */", "/* two */", "lib: second change", start="t"
-        )
-        out = self.failed_test_run(
-            d, "check selftest kunit qemu", "--target", "um-defconfig"
-        )
-        self.assertIn("patches/broken/0001-%s does not apply" % name, out)
-        self.assertIn("lib/bcd.c", out)
-        self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
+    def assertOnSeries(self):
+        head = subprocess.run(
+            ["git", "-C", os.path.join(self.out, "tree"), "symbolic-ref", "HEAD"],
+            stdout=subprocess.PIPE,
+            universal_newlines=True,
+        ).stdout.strip()
+        self.assertEqual(head, "refs/heads/series")
+
+
+class BrokenBuilds(ScratchSeries):
+    """A broken upstream-bound patch must fail the run and be named: the
+    cases that build x86_64-defconfig at each patch."""
 
     def test_patch_that_breaks_the_build(self):
         d, name = self.bcd_series(
@@ -162,14 +161,6 @@ class BrokenPatches(unittest.TestCase):
         )
         self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
         self.assertOnSeries()
-
-    def assertOnSeries(self):
-        head = subprocess.run(
-            ["git", "-C", os.path.join(self.out, "tree"), "symbolic-ref", "HEAD"],
-            stdout=subprocess.PIPE,
-            universal_newlines=True,
-        ).stdout.strip()
-        self.assertEqual(head, "refs/heads/series")
 
     def test_patch_that_breaks_the_build_until_the_next_one(self):
         # The tip builds; only the build at the first patch shows that the
@@ -199,19 +190,19 @@ class BrokenPatches(unittest.TestCase):
         self.assertIn("PASS: build x86_64-defconfig: broken/0002-%s" % names[1], out)
         self.assertOnSeries()
 
-    def test_patch_with_a_new_compiler_warning(self):
-        # Builds and passes checkpatch and sparse, but gcc warns at the tip.
-        d, _ = self.bcd_series(
-            "unsigned _bcd2bin(unsigned char val)\n{",
-            "unsigned _bcd2bin(unsigned char val)\n{\n\tint lk_unused;\n",
-            "lib: add a variable that gcc flags",
+    def test_patch_with_a_checkpatch_error(self):
+        text = self.commit_patch(
+            "Documentation/dontdiff",
+            lambda t: t + "trailing-space \n",
+            "doc: add a bad line",
         )
-        out = self.failed_test_run(d, "check selftest kunit qemu", *TIP_BUILD)
-        self.assertIn("PASS: build: um-defconfig - make lib/bcd.o", out)
-        self.assertRegex(
-            out,
-            r"FAIL: warnings: um-defconfig - 1 new " r"warning.*lib/bcd.c: .*lk_unused",
-        )
+        name = "doc-add-a-bad-line.patch"
+        d = self.series_with(name, text)
+        out = self.failed_test_run(d, "selftest kunit build", *PATCH_BUILD)
+        self.assertIn("FAIL: checkpatch: broken/0001-%s" % name, out)
+        self.assertIn("TRAILING_WHITESPACE", out)
+        # Everything else about the patch is fine: only checkpatch fails.
+        self.assertIn("PASS: build x86_64-defconfig: broken/0001-%s" % name, out)
         self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
         self.assertOnSeries()
 
@@ -234,6 +225,55 @@ class BrokenPatches(unittest.TestCase):
             r"lk_sparse_probe" % re.escape(name),
         )
         self.assertOnSeries()
+
+
+class BrokenSeries(ScratchSeries):
+    """The same for what is wrong before any build or only at the tip, and
+    the mails of `lk send`: beside BrokenBuilds, as neither needs the
+    other's build directories."""
+
+    def test_patch_that_does_not_apply(self):
+        # Made on top of a change the series does not have, so its context
+        # is wrong.
+        self.bcd_patch(
+            "#include <linux/bcd.h>",
+            "#include <linux/bcd.h>\n/* one */",
+            "lib: first change",
+        )
+        d, name = self.bcd_series(
+            "/* one */", "/* two */", "lib: second change", start="t"
+        )
+        out = self.failed_test_run(
+            d, "check selftest kunit qemu", "--target", "um-defconfig"
+        )
+        self.assertIn("patches/broken/0001-%s does not apply" % name, out)
+        self.assertIn("lib/bcd.c", out)
+        self.assertRegex(out, r"(?m)^\d+ passed, [1-9]\d* failed")
+
+    def test_patch_with_a_new_compiler_warning(self):
+        # Builds and passes checkpatch and sparse, but gcc warns at the tip.
+        d, _ = self.bcd_series(
+            "unsigned _bcd2bin(unsigned char val)\n{",
+            "unsigned _bcd2bin(unsigned char val)\n{\n\tint lk_unused;\n",
+            "lib: add a variable that gcc flags",
+        )
+        out = self.failed_test_run(d, "check selftest kunit qemu", *TIP_BUILD)
+        self.assertIn("PASS: build: um-defconfig - make lib/bcd.o", out)
+        self.assertRegex(
+            out,
+            r"FAIL: warnings: um-defconfig - 1 new " r"warning.*lib/bcd.c: .*lk_unused",
+        )
+        self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
+        self.assertOnSeries()
+
+    def test_series_check_names_a_patch_without_signoff(self):
+        text = self.commit_patch("lib/bcd.c", lambda t: t + "\n", "lib: no signoff")
+        text = re.sub(r"(?m)^Signed-off-by: .*\n", "", text)
+        name = "lib-no-signoff.patch"
+        out = self.failed_test_run(
+            self.series_with(name, text), "check selftest kunit qemu"
+        )
+        self.assertIn("patches/broken/0001-%s: no Signed-off-by" % name, out)
 
     @unittest.skipUnless(shutil.which("b4"), "b4 is not installed")
     def test_send_prepares_b4_branches_and_mails(self):
@@ -360,28 +400,3 @@ class BrokenPatches(unittest.TestCase):
         r = send("-v", "1", "broken")
         self.assertIn("would go back", r.stdout)
         self.assertOnSeries()
-
-    def test_patch_with_a_checkpatch_error(self):
-        text = self.commit_patch(
-            "Documentation/dontdiff",
-            lambda t: t + "trailing-space \n",
-            "doc: add a bad line",
-        )
-        name = "doc-add-a-bad-line.patch"
-        d = self.series_with(name, text)
-        out = self.failed_test_run(d, "selftest kunit build", *PATCH_BUILD)
-        self.assertIn("FAIL: checkpatch: broken/0001-%s" % name, out)
-        self.assertIn("TRAILING_WHITESPACE", out)
-        # Everything else about the patch is fine: only checkpatch fails.
-        self.assertIn("PASS: build x86_64-defconfig: broken/0001-%s" % name, out)
-        self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
-        self.assertOnSeries()
-
-    def test_series_check_names_a_patch_without_signoff(self):
-        text = self.commit_patch("lib/bcd.c", lambda t: t + "\n", "lib: no signoff")
-        text = re.sub(r"(?m)^Signed-off-by: .*\n", "", text)
-        name = "lib-no-signoff.patch"
-        out = self.failed_test_run(
-            self.series_with(name, text), "check selftest kunit qemu"
-        )
-        self.assertIn("patches/broken/0001-%s: no Signed-off-by" % name, out)

@@ -383,6 +383,7 @@ class SelftestOutput(unittest.TestCase):
             {
                 "selftest": "x86_64 i386",
                 "selftest-broken": "x86_64 i386",
+                "selftest-broken-series": "x86_64 i386",
                 "selftest-qemu": "x86_64 i386",
                 "selftest-qemu-arm": "x86_64 i386",
                 "selftest-fuzz": "x86_64 i386",
@@ -394,6 +395,7 @@ class SelftestOutput(unittest.TestCase):
             [
                 "selftest: selftest.test_a",
                 "selftest-broken: broken.test_a",
+                "selftest-broken-series: series.test_a",
                 "selftest-qemu: qemu.test_a",
                 "selftest-qemu-arm: arm.test_a",
                 "selftest-fuzz: fuzz.test_a",
@@ -401,7 +403,7 @@ class SelftestOutput(unittest.TestCase):
                 "lint: all",
             ],
         )
-        self.assertRegex(results.summary(), r"^7 passed, 0 failed")
+        self.assertRegex(results.summary(), r"^8 passed, 0 failed")
 
     def test_outcome_after_a_docstring_is_read(self):
         log = (
