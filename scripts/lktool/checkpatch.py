@@ -9,6 +9,8 @@ import argparse
 from typing import Sequence
 
 import collections
+import hashlib
+import json
 import os
 import re
 
@@ -96,14 +98,33 @@ def excuses(exc: CheckpatchException, complaint: Complaint) -> bool:
     )
 
 
-def run_checkpatch(
-    tree: str, patch: str, logfile: str, allowed: Sequence[CheckpatchException] = ()
-) -> tuple[list[str], list[CheckpatchException]]:
-    """checkpatch --strict on one patch: (unexcused complaints, unused
-    exceptions).  allowed holds the patch's CheckpatchExceptions.
+def checkpatch_output(
+    tree: str, patch: str, logfile: str, cache: str | None = None
+) -> str:
+    """checkpatch --strict's report on one patch (its log in logfile).
+
+    With cache (a directory), a report is kept there under a key of the
+    tree's commit tree id and the patch's bytes, which are all that
+    checkpatch reads (its script and data files are the tree's), and a
+    run with the same key reads it instead of running checkpatch again:
+    a warm run spends no CPU on patches that did not change.  Only a
+    report that ran to its summary is kept.
 
     Raises Failure when checkpatch itself did not run to its summary.
     """
+    key = None
+    if cache:
+        with open(patch, "rb") as f:
+            text = f.read()
+        head = common.git(["rev-parse", "HEAD^{tree}"], cwd=tree).strip()
+        key = hashlib.sha256(head.encode() + b"\0" + text).hexdigest()
+        kept = os.path.join(cache, key + ".json")
+        if os.path.exists(kept):
+            with open(kept) as f:
+                out = json.load(f)["report"]
+            with open(logfile, "w") as f:
+                f.write(out)
+            return out
     cp = os.path.join(tree, "scripts", "checkpatch.pl")
     # checkpatch runs 'python scripts/spdxcheck.py' for each SPDX tag a
     # patch adds: Debian's python (python-is-python3, with python3-ply and
@@ -120,18 +141,40 @@ def run_checkpatch(
     )
     with open(logfile, "w") as f:
         f.write(r.stdout + r.stderr)
-    text = r.stdout
     if "Traceback (most recent call last)" in r.stderr:
         raise common.Failure(
             "checkpatch's SPDX check (scripts/spdxcheck.py) did "
             "not run; log at %s" % logfile
         )
     if r.returncode > 1 or not re.search(
-        r"^total: \d+ errors, \d+ warnings", text, re.M
+        r"^total: \d+ errors, \d+ warnings", r.stdout, re.M
     ):
         raise common.Failure(
             "checkpatch did not finish (exit %d); log at %s" % (r.returncode, logfile)
         )
+    if cache and key:
+        os.makedirs(cache, exist_ok=True)
+        tmp = os.path.join(cache, key + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump({"report": r.stdout}, f)
+        os.replace(tmp, os.path.join(cache, key + ".json"))
+    return r.stdout
+
+
+def run_checkpatch(
+    tree: str,
+    patch: str,
+    logfile: str,
+    allowed: Sequence[CheckpatchException] = (),
+    cache: str | None = None,
+) -> tuple[list[str], list[CheckpatchException]]:
+    """checkpatch --strict on one patch: (unexcused complaints, unused
+    exceptions).  allowed holds the patch's CheckpatchExceptions; cache
+    is checkpatch_output()'s.
+
+    Raises Failure when checkpatch itself did not run to its summary.
+    """
+    text = checkpatch_output(tree, patch, logfile, cache)
     with open(patch, errors="replace") as f:
         patch_lines = f.read().splitlines()
     problems, used = [], set()
@@ -143,7 +186,11 @@ def run_checkpatch(
                 "%s:%s: %s (%s: %s)"
                 % (c.level, c.type, c.message, c.file, c.quoted.strip())
             )
-    if r.returncode and not problems and not used:
+    total = re.search(
+        r"^total: (\d+) errors, (\d+) warnings(?:, (\d+) checks)?", text, re.M
+    )
+    complained = bool(total and any(int(n or 0) for n in total.groups()))
+    if complained and not problems and not used:
         raise common.Failure(
             "checkpatch failed but reported nothing; log at %s" % logfile
         )
@@ -174,6 +221,7 @@ def do_checkpatch(
                 os.path.join(series_dir, "patches", e.path),
                 logfile,
                 allow.get(series.patch_key(e.path), ()),
+                cache=os.path.join(common.out_dir(args), "cache", "checkpatch"),
             )
         except common.Failure as err:
             results.failed("checkpatch: " + e.path, str(err))

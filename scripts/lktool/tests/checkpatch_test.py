@@ -7,9 +7,10 @@ import subprocess
 import tempfile
 import textwrap
 import unittest
+from unittest import mock
 
 from .. import basetree, checkpatch, common, series
-from .support import IDENT, QUICK, TOP, have_base, mail, write
+from .support import IDENT, QUICK, TOP, have_base, mail, repo_git, write
 
 
 def new_files_of_upstream_patches():
@@ -94,6 +95,78 @@ class SpdxCheck(unittest.TestCase):
 
     def test_a_known_license_passes(self):
         self.assertEqual(self.checkpatch("GPL-2.0"), [])
+
+
+class CheckpatchCache(unittest.TestCase):
+    """A report is kept for the tree and patch it is of, and only then
+    read back instead of running checkpatch: the warm run's saving."""
+
+    CLEAN = "total: 0 errors, 0 warnings, 0 checks, 3 lines checked\n"
+    WARNED = (
+        "WARNING:LONG_LINE: line over 80 characters\n#7: FILE: a:1:\n"
+        "+xxx\n\ntotal: 0 errors, 1 warnings, 0 checks, 3 lines checked\n"
+    )
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.dir])
+        self.tree = os.path.join(self.dir, "tree")
+        os.makedirs(self.tree)
+        repo_git(self.tree, "init", "-q")
+        write(os.path.join(self.tree, "a"), "one\n")
+        repo_git(self.tree, "add", "a")
+        repo_git(self.tree, "commit", "-q", "-m", "one")
+        self.patch = os.path.join(self.dir, "x.patch")
+        write(self.patch, mail("lib: x", sob=IDENT))
+        self.cache = os.path.join(self.dir, "cache")
+        self.reports = []
+
+    real_run = staticmethod(common.run)
+
+    def fake_run(self, cmd, **kw):
+        if cmd[0] != "perl":
+            return self.real_run(cmd, **kw)
+        return subprocess.CompletedProcess(cmd, 0, self.reports.pop(0), "")
+
+    def output(self):
+        with mock.patch.object(common, "run", self.fake_run):
+            return checkpatch.checkpatch_output(
+                self.tree, self.patch, os.path.join(self.dir, "log"), self.cache
+            )
+
+    def test_the_same_tree_and_patch_read_the_kept_report(self):
+        self.reports = [self.WARNED]
+        self.assertEqual(self.output(), self.WARNED)
+        self.assertEqual(self.output(), self.WARNED)  # no second run
+        with open(os.path.join(self.dir, "log")) as f:
+            self.assertEqual(f.read(), self.WARNED)
+
+    def test_another_patch_or_tree_runs_checkpatch_again(self):
+        self.reports = [self.WARNED, self.CLEAN, self.WARNED]
+        self.assertEqual(self.output(), self.WARNED)
+        write(self.patch, mail("lib: y", sob=IDENT))
+        self.assertEqual(self.output(), self.CLEAN)
+        write(os.path.join(self.tree, "a"), "two\n")
+        repo_git(self.tree, "commit", "-q", "-a", "-m", "two")
+        write(self.patch, mail("lib: x", sob=IDENT))
+        self.assertEqual(self.output(), self.WARNED)
+        self.assertEqual(self.reports, [])
+
+    def test_a_report_cut_short_is_not_kept(self):
+        self.reports = ["WARNING:LONG_LINE: line over 80 characters\n", self.CLEAN]
+        with self.assertRaises(common.Failure):
+            self.output()
+        self.assertEqual(self.output(), self.CLEAN)
+
+    def test_complaints_from_a_kept_report_still_fail(self):
+        self.reports = [self.WARNED]
+        self.output()
+        with mock.patch.object(common, "run", self.fake_run):
+            problems, _ = checkpatch.run_checkpatch(
+                self.tree, self.patch, os.path.join(self.dir, "log"), (), self.cache
+            )
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("LONG_LINE", problems[0])
 
 
 class CheckpatchExceptions(unittest.TestCase):
