@@ -106,6 +106,18 @@ def read_baseline(path: str) -> tuple[collections.Counter[str] | None, str | Non
     return base, stamp
 
 
+def same_files(counts: Mapping[str, int]) -> collections.Counter[str]:
+    """counts with the file of each "file: message" key normalised
+    (a/b/../c to a/c); keys of the same warning add up."""
+    out: collections.Counter[str] = collections.Counter()
+    for key, n in counts.items():
+        path, sep, rest = key.partition(":")
+        if sep and "/../" in path:
+            key = os.path.normpath(path) + sep + rest
+        out[key] += n
+    return out
+
+
 def new_warnings(
     warnings: collections.Counter[str], base: Mapping[str, int]
 ) -> collections.Counter[str]:
@@ -116,6 +128,11 @@ def new_warnings(
     header's warning is printed once per file that includes it, so a patch
     that adds an includer would otherwise be blamed for it.
     """
+    # One file under two spellings (gas names an included file by the path
+    # of the object that includes it: cpu/sh4/../sh3/../../entry-common.S
+    # and cpu/sh3/../../entry-common.S): compared by its normalised path.
+    warnings = same_files(warnings)
+    base = same_files(base)
     new: collections.Counter[str] = collections.Counter()
     for key, n in warnings.items():
         if key.split(":", 1)[0].endswith(".h"):

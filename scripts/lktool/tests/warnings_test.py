@@ -131,6 +131,24 @@ class Warnings(unittest.TestCase):
         )
         self.assertEqual(new, collections.Counter())
 
+    def test_one_file_under_two_spellings_is_one_file(self):
+        # gas names an included file by the includer's object path: sh4's
+        # build of ../sh3/entry.o and sh3's own spell entry-common.S two
+        # ways (the sh baseline has one, a fresh tip build the other).
+        msg = "overflow in branch to syscall_exit_work"
+        base = collections.Counter(
+            {"arch/sh/kernel/cpu/sh3/../../entry-common.S: " + msg: 2}
+        )
+        tip = collections.Counter(
+            {"arch/sh/kernel/cpu/sh4/../sh3/../../entry-common.S: " + msg: 2}
+        )
+        self.assertEqual(warns.new_warnings(tip, base), collections.Counter())
+        tip["arch/sh/kernel/cpu/sh4/../sh3/../../entry-common.S: " + msg] += 1
+        self.assertEqual(
+            warns.new_warnings(tip, base),
+            collections.Counter({"arch/sh/kernel/entry-common.S: " + msg: 1}),
+        )
+
     def test_a_new_header_warning_is_new(self):
         new = self.new_at_tip(
             "/src/include/linux/b.h:1: warning: 'z' defined but not used\n"
