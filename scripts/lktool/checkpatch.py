@@ -22,6 +22,8 @@ CheckpatchException = collections.namedtuple(
 )
 Complaint = collections.namedtuple("Complaint", "level type message file quoted")
 CHECKPATCH_EXCEPTIONS_FORMAT = "PATCH | TYPE | FILE | LINE TEXT | reason"
+# checkpatch's summary line: a report without it did not run to its end.
+TOTAL_RE = re.compile(r"^total: (\d+) errors, (\d+) warnings(?:, (\d+) checks)?", re.M)
 
 
 def checkpatch_exceptions(
@@ -146,9 +148,7 @@ def checkpatch_output(
             "checkpatch's SPDX check (scripts/spdxcheck.py) did "
             "not run; log at %s" % logfile
         )
-    if r.returncode > 1 or not re.search(
-        r"^total: \d+ errors, \d+ warnings", r.stdout, re.M
-    ):
+    if r.returncode > 1 or not TOTAL_RE.search(r.stdout):
         raise common.Failure(
             "checkpatch did not finish (exit %d); log at %s" % (r.returncode, logfile)
         )
@@ -186,9 +186,7 @@ def run_checkpatch(
                 "%s:%s: %s (%s: %s)"
                 % (c.level, c.type, c.message, c.file, c.quoted.strip())
             )
-    total = re.search(
-        r"^total: (\d+) errors, (\d+) warnings(?:, (\d+) checks)?", text, re.M
-    )
+    total = TOTAL_RE.search(text)
     complained = bool(total and any(int(n or 0) for n in total.groups()))
     if complained and not problems and not used:
         raise common.Failure(
