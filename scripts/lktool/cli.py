@@ -239,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
             "touches (default) or all of vmlinux",
         )
         s.add_argument("--bisect-target", action="append")
+        s.add_argument(
+            "--rebuild",
+            action="store_true",
+            help="build every patch again, even where an earlier run "
+            "with the same inputs kept its rows ($LK_OUT/cache/percheck)",
+        )
     t = sub.choices["test"]
     t.add_argument(
         "--full",

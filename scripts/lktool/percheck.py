@@ -9,6 +9,9 @@ import argparse
 from typing import Any
 
 import collections
+import glob
+import hashlib
+import json
 import os
 import shutil
 import threading
@@ -247,6 +250,96 @@ def build_verdict(
     return "PASS", text
 
 
+# What a per-patch check's rows depend on besides the trees: the tool's
+# code and the build targets' configuration (relative to common.TOP).
+KEPT_INPUTS = (
+    "scripts/lktool/*.py",
+    "configs/targets/*.conf",
+    "configs/fragments/*.config",
+    "configs/matrix/*",
+)
+# The note a kept row carries.
+KEPT_NOTE = " (kept: an earlier run checked the same inputs)"
+
+
+def toolchain_id(targets: list[common.Target]) -> str:
+    """The versions of what builds and checks the targets: each compiler's
+    first --version line, sparse's and make's."""
+    lines = []
+    cmds = sorted({t["cross_compile"] + "gcc" for t in targets}) + ["sparse", "make"]
+    for cmd in cmds:
+        r = common.run([cmd, "--version"], capture=True, check=False)
+        out = (r.stdout or r.stderr).splitlines()
+        lines.append("%s: %s" % (cmd, out[0] if out else "exit %d" % r.returncode))
+    return "\n".join(lines)
+
+
+class KeptResults:
+    """The rows of each patch's builds and sparse run, kept under
+    $LK_OUT/cache/percheck/ by a key of everything they depend on: the
+    trees at the patch and at its parent, the files the whole series
+    changes (which header users are built), the targets built there,
+    their configuration files, the tool's code and the toolchain's
+    versions.  A run with the same key reads the rows instead of
+    building again: a kernel build is a function of those inputs, and a
+    warm run then spends its time on what changed.  Only a patch whose
+    rows are all PASS or SKIP is kept (a failure may have a cause
+    outside the inputs: a full disk, a killed make); `--rebuild` builds
+    every patch again."""
+
+    def __init__(self, directory: str, base: str) -> None:
+        self.dir = directory
+        self.base = base
+
+    @classmethod
+    def for_run(
+        cls,
+        out: str,
+        tree: str,
+        args: argparse.Namespace,
+        own: set[str],
+        targets: list[common.Target],
+    ) -> KeptResults:
+        h = hashlib.sha256()
+        for pattern in KEPT_INPUTS:
+            for path in sorted(glob.glob(os.path.join(common.TOP, pattern))):
+                with open(path, "rb") as f:
+                    data = f.read()
+                h.update(os.path.relpath(path, common.TOP).encode() + b"\0")
+                h.update(hashlib.sha256(data).digest())
+        h.update(toolchain_id(targets).encode() + b"\0")
+        h.update(("%s\0%s\0" % (args.bisect, sorted(own))).encode())
+        return cls(os.path.join(out, "cache", "percheck"), h.hexdigest())
+
+    def key(self, tree: str, commit: str, names: list[str]) -> str:
+        trees = common.git(
+            ["rev-parse", commit + "^{tree}", commit + "^^{tree}"], cwd=tree
+        ).split()
+        text = "%s\0%s\0%s" % (self.base, " ".join(trees), " ".join(names))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            with open(os.path.join(self.dir, key + ".json")) as f:
+                kept = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(kept, dict) or not kept.get("rows"):
+            return None
+        return kept
+
+    def put(self, key: str, rows: list[tuple[str, str, str]], sparse: Any) -> None:
+        """Keep rows (and sparse_patch()'s result, the next patch's
+        `previous`) unless one of them is a FAIL."""
+        if not rows or any(r[0] not in ("PASS", "SKIP") for r in rows):
+            return
+        os.makedirs(self.dir, exist_ok=True)
+        tmp = os.path.join(self.dir, key + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump({"rows": [list(r) for r in rows], "sparse": sparse}, f)
+        os.replace(tmp, os.path.join(self.dir, key + ".json"))
+
+
 def touches_arch(files: list[str], t: common.Target) -> bool:
     """Whether a patch changes a file of t's architecture (arch/SRCARCH/):
     the patches that a target of configs/matrix/bisect-arch is built at."""
@@ -307,10 +400,31 @@ def build_each_patch(
     # target: the state at this patch's parent.
     previous: tuple[str, Any] = ("", None)
     arch_names = {t["name"] for t in arch_targets or ()}
+    keep = None
+    if not getattr(args, "rebuild", False):
+        keep = KeptResults.for_run(
+            out, tree, args, own, list(targets) + list(arch_targets or ())
+        )
+    n_kept = 0
     try:
         for e in upstream:
             commit = commits[e.path]
             files, deleted = touched_files(tree, commit)
+            here = targets + [
+                t for t in arch_targets or () if touches_arch(files + deleted, t)
+            ]
+            key = keep.key(tree, commit, [t["name"] for t in here]) if keep else ""
+            kept = keep.get(key) if keep else None
+            if kept:
+                for status, name, detail in kept["rows"]:
+                    results.add(status, name, detail + KEPT_NOTE)
+                previous = ("", None)
+                if kept.get("sparse"):
+                    st_name, sfiles, swarn = kept["sparse"]
+                    previous = (st_name, (sfiles, collections.Counter(swarn)))
+                n_kept += 1
+                continue
+            n0 = len(results.rows)
             cfiles = [f for f in files if f.endswith(".c")]
             stem = series.slug(os.path.basename(e.path))
             kconfig = any(
@@ -441,9 +555,6 @@ def build_each_patch(
                 if t is targets[0]:
                     sparse["after"] = sparse_after(t, tree, bdir, cfiles, slog)
 
-            here = targets + [
-                t for t in arch_targets or () if touches_arch(files + deleted, t)
-            ]
             rows: list[list[tuple[str, str, str]]] = [[] for _ in here]
             threads = [
                 threading.Thread(target=build_one, args=(t, r))
@@ -479,5 +590,17 @@ def build_each_patch(
                 previous[1] if previous[0] == st["name"] else None,
             )
             previous = (st["name"], done)
+            if keep:
+                keep.put(
+                    key,
+                    results.rows[n0:],
+                    [st["name"], done[0], dict(done[1])] if done else None,
+                )
     finally:
         common.git(["checkout", "-q", "-f", "series"], cwd=tree)
+    if n_kept:
+        common.log(
+            "check: the builds and sparse of %d of %d patches kept from an "
+            "earlier run with the same inputs (%s; --rebuild builds them again)"
+            % (n_kept, len(upstream), keep.dir if keep else "")
+        )

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import unittest
 
-from .. import basetree, common, series
+from .. import basetree, common, percheck, series
 from .series_test import COVER
 from .support import IDENT, LK, QUICK, TOP, have_base, repo_git, write
 
@@ -205,6 +205,31 @@ class BrokenBuilds(ScratchSeries):
         self.assertIn("PASS: build x86_64-defconfig: broken/0001-%s" % name, out)
         self.assertRegex(out, r"(?m)^\d+ passed, 1 failed")
         self.assertOnSeries()
+        # Checked again with nothing changed: the patch's build and sparse
+        # rows are kept from the run above (its build log is not written
+        # again); checkpatch's complaint is made again.
+        blog = os.path.join(
+            self.out,
+            "logs",
+            "bisect-x86_64-defconfig-%s.log" % series.slug("0001-" + name),
+        )
+        os.unlink(blog)
+        code, out = self.lk("--series-dir", d, "check", *PATCH_BUILD)
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("FAIL: checkpatch: broken/0001-%s" % name, out)
+        self.assertRegex(
+            out,
+            r"PASS: build x86_64-defconfig: broken/0001-%s - .*%s\n"
+            % (re.escape(name), re.escape(percheck.KEPT_NOTE)),
+        )
+        self.assertIn("1 of 1 patches kept from an earlier run", out)
+        self.assertFalse(os.path.exists(blog), "the patch was built again")
+        # --rebuild: built again.
+        code, out = self.lk("--series-dir", d, "check", "--rebuild", *PATCH_BUILD)
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("PASS: build x86_64-defconfig: broken/0001-%s" % name, out)
+        self.assertNotIn(percheck.KEPT_NOTE, out)
+        self.assertTrue(os.path.exists(blog))
 
     def test_patch_with_a_new_sparse_warning(self):
         # Builds cleanly and passes checkpatch, but sparse asks whether the

@@ -8,7 +8,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-from .. import apply, build, common, kbuild, targetconf
+from .. import apply, build, common, kbuild, percheck, targetconf
 from .support import TOP, write
 
 
@@ -258,3 +258,99 @@ class PatchVerdict(unittest.TestCase):
                 "make fs/a.o fs/b.o (1 of 2 touched C files are in this configuration)",
             ),
         )
+
+
+class KeptPatchResults(unittest.TestCase):
+    """percheck.KeptResults: a patch's rows are read back only under the
+    key of the same trees, targets and inputs, and a failure is never
+    kept."""
+
+    def setUp(self):
+        from .support import repo_git
+
+        self.repo = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.repo)
+        self.git = lambda *a, **kw: repo_git(self.repo, *a, **kw)
+        self.git("init", "-q")
+        for text in ("a\n", "b\n", "c\n"):
+            write(os.path.join(self.repo, "f.c"), text)
+            self.git("add", "f.c")
+            self.git("commit", "-q", "-m", "f: " + text.strip())
+        self.heads = self.git("rev-list", "--reverse", "HEAD").split()
+        self.args = mock.Mock(bisect="touched")
+        self.version = mock.patch.object(
+            percheck, "toolchain_id", return_value="gcc (Debian 12.2.0-14) 12.2.0"
+        )
+        self.version.start()
+        self.addCleanup(self.version.stop)
+
+    def keeper(self, own=("f.c",)):
+        return percheck.KeptResults.for_run(
+            self.repo, self.repo, self.args, set(own), []
+        )
+
+    ROWS = [
+        ("PASS", "build x86_64-defconfig: t/0001-f.patch", "make f.o"),
+        ("SKIP", "sparse: t/0001-f.patch", "the patch changes no C file"),
+    ]
+
+    def test_rows_come_back_under_the_same_key_only(self):
+        k = self.keeper()
+        key = k.key(self.repo, self.heads[2], ["x86_64-defconfig"])
+        self.assertIsNone(k.get(key))
+        k.put(key, self.ROWS, ["x86_64-defconfig", ["f.c"], {"w": 1}])
+        again = self.keeper()
+        kept = again.get(again.key(self.repo, self.heads[2], ["x86_64-defconfig"]))
+        self.assertEqual([tuple(r) for r in kept["rows"]], self.ROWS)
+        self.assertEqual(kept["sparse"], ["x86_64-defconfig", ["f.c"], {"w": 1}])
+        # Another patch (tree and parent), another set of targets, another
+        # set of files in the series, another toolchain: another key.
+        others = [
+            again.key(self.repo, self.heads[1], ["x86_64-defconfig"]),
+            again.key(self.repo, self.heads[2], ["x86_64-defconfig", "arm"]),
+            self.keeper(own=("f.c", "g.h")).key(
+                self.repo, self.heads[2], ["x86_64-defconfig"]
+            ),
+        ]
+        with mock.patch.object(percheck, "toolchain_id", return_value="gcc 13"):
+            others.append(
+                self.keeper().key(self.repo, self.heads[2], ["x86_64-defconfig"])
+            )
+        for other in others:
+            self.assertNotEqual(other, key)
+            self.assertIsNone(again.get(other))
+
+    def test_the_tools_code_and_the_targets_are_inputs(self):
+        top = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, top)
+        files = [
+            "scripts/lktool/percheck.py",
+            "configs/targets/x86_64-defconfig.conf",
+            "configs/fragments/compat.config",
+            "configs/matrix/bisect",
+        ]
+        for f in files:
+            write(os.path.join(top, f), "one\n")
+        with mock.patch.object(common, "TOP", top):
+            bases = {self.keeper().base}
+            for f in files:
+                write(os.path.join(top, f), "two\n")
+                bases.add(self.keeper().base)
+            # Not an input: the tool's tests.
+            write(os.path.join(top, "scripts/lktool/tests/x_test.py"), "")
+            bases.add(self.keeper().base)
+        self.assertEqual(len(bases), len(files) + 1)
+
+    def test_a_failure_is_not_kept(self):
+        k = self.keeper()
+        key = k.key(self.repo, self.heads[1], ["x86_64-defconfig"])
+        k.put(key, self.ROWS + [("FAIL", "sparse: t/0001-f.patch", "new")], None)
+        self.assertIsNone(k.get(key))
+        k.put(key, [], None)
+        self.assertIsNone(k.get(key))
+
+    def test_a_damaged_file_is_not_read(self):
+        k = self.keeper()
+        key = k.key(self.repo, self.heads[1], ["x86_64-defconfig"])
+        write(os.path.join(k.dir, key + ".json"), '{"rows": [["PASS", ')
+        self.assertIsNone(k.get(key))
