@@ -201,11 +201,14 @@ def fuzz_guest(
     blog = os.path.join(logs, "fuzz-build-%s.log" % abi_name)
     cache = os.path.join(os.path.dirname(scratch), "fuzz")
     try:
-        trinity, libs = fuzz_trinity.trinity_for(abi_name, cache)
-        init = userspace.build_init(abi, scratch, blog)
-        driver = userspace.build_program(
-            abi, FUZZ_SOURCES, "lk-fuzz", tree, scratch, blog
-        )
+        # One guest at a time writes an ABI's programs (a boot of another
+        # guest may be building them beside this one: qemu_stages.GuestLane).
+        with qemu.PROGRAMS_LOCK:
+            trinity, libs = fuzz_trinity.trinity_for(abi_name, cache)
+            init = userspace.build_init(abi, scratch, blog)
+            driver = userspace.build_program(
+                abi, FUZZ_SOURCES, "lk-fuzz", tree, scratch, blog
+            )
     except (common.Failure, OSError) as e:
         results.failed("fuzz %s: build" % name, str(e))
         return None

@@ -79,6 +79,7 @@ from typing import Any
 
 import os
 import sys
+import threading
 import time
 
 from . import boot, common, qemu_conf, qemu_tool, serial, userspace, verdict
@@ -138,6 +139,49 @@ def boot_and_report(
     return r
 
 
+# Guests that boot side by side (qemu_stages.GuestLane) build their
+# ABIs' programs one at a time: guests of one ABI share them.
+PROGRAMS_LOCK = threading.Lock()
+
+
+def guest_programs(
+    guest: common.Guest,
+    specs: list[qemu_conf.TestSpec],
+    tree: str,
+    scratch: str,
+    logs: str,
+    results: common.Results,
+    built_cache: dict[Any, Any],
+) -> list[Any] | None:
+    """The test programs of each of guest's ABIs, built once a run
+    (built_cache), and its /init: None (and a FAIL row) if /init could
+    not be built."""
+    tests = []
+    for abi_name in guest["abis"]:
+        # Guests of one ABI share its binaries if they run the same tests.
+        key = (abi_name, tuple(guest["tests"] or ()))
+        if key not in built_cache:
+            abi = qemu_conf.load_abi(abi_name)
+            blog = os.path.join(logs, "qemu-build-%s.log" % abi_name)
+            if os.path.exists(blog) and not any(k[0] == abi_name for k in built_cache):
+                os.unlink(blog)
+            built_cache[key] = userspace.build_tests(
+                specs, abi, scratch, blog, tree, results
+            )
+        tests.extend(built_cache[key])
+    init_key = ("init", guest["init_abi"])
+    if init_key not in built_cache:
+        blog = os.path.join(logs, "qemu-build-%s.log" % guest["init_abi"])
+        try:
+            built_cache[init_key] = userspace.build_init(
+                qemu_conf.load_abi(guest["init_abi"]), scratch, blog
+            )
+        except (common.Failure, OSError) as e:
+            results.failed("qemu build/%s: init" % guest["init_abi"], str(e))
+            return None
+    return tests
+
+
 def run_guest(
     guest: common.Guest,
     specs: list[qemu_conf.TestSpec],
@@ -167,31 +211,13 @@ def run_guest(
     scale, kmemleak = qemu_conf.debug_scale(guest, bdir)
     built_cache = built_cache if built_cache is not None else {}
     specs = qemu_conf.guest_tests(guest, specs)
-    tests = []
-    for abi_name in guest["abis"]:
-        # Guests of one ABI share its binaries if they run the same tests.
-        key = (abi_name, tuple(guest["tests"] or ()))
-        if key not in built_cache:
-            abi = qemu_conf.load_abi(abi_name)
-            blog = os.path.join(logs, "qemu-build-%s.log" % abi_name)
-            if os.path.exists(blog) and not any(k[0] == abi_name for k in built_cache):
-                os.unlink(blog)
-            built_cache[key] = userspace.build_tests(
-                specs, abi, scratch, blog, tree, results
-            )
-        tests.extend(built_cache[key])
-    init_key = ("init", guest["init_abi"])
-    if init_key not in built_cache:
-        blog = os.path.join(logs, "qemu-build-%s.log" % guest["init_abi"])
-        try:
-            built_cache[init_key] = userspace.build_init(
-                qemu_conf.load_abi(guest["init_abi"]), scratch, blog
-            )
-        except (common.Failure, OSError) as e:
-            results.failed("qemu build/%s: init" % guest["init_abi"], str(e))
+    with PROGRAMS_LOCK:
+        tests = guest_programs(guest, specs, tree, scratch, logs, results, built_cache)
+        if tests is None:
             return None
-    initramfs = os.path.join(scratch, name, "initramfs.cpio.gz")
-    userspace.make_initramfs(initramfs, built_cache[init_key], tests, scale)
+        initramfs = os.path.join(scratch, name, "initramfs.cpio.gz")
+        init_key = ("init", guest["init_abi"])
+        userspace.make_initramfs(initramfs, built_cache[init_key], tests, scale)
     names = [
         (userspace.manifest_name(t.abi, t.spec.name), t.spec.timeout * scale)
         for t in tests

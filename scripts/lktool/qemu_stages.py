@@ -85,87 +85,129 @@ def do_qemu(
 
 class GuestLane:
     """`lk test`'s qemu stage beside its build stage: each guest boots, in
-    a thread of its own, as soon as the build stage has built its kernel,
-    one guest at a time, while the next kernels build.  A guest spends
-    most of a boot waiting on its tests' timers (two thirds of the CPU
-    time idle, measured), which the builds then use; they run at
-    common.NICE meanwhile, so that the guest's timers fire on time.
+    a thread of the lane, as soon as the build stage has built its kernel,
+    while the next kernels build.  A guest spends most of a boot waiting
+    on its tests' timers (two thirds of the CPU time idle, measured),
+    which the builds then use; they run at common.NICE meanwhile, so that
+    the guest's timers fire on time.  `workers` guests boot at a time
+    (LK_GUEST_LANES, default 2): once the builds are done, one guest
+    alone leaves most of the two cores idle.
 
     A guest of fuzz_guests is fuzzed there too, right after its boot
     (`lk fuzz --ci`: a fixed-seed minute of trinity, in a guest that runs
     on one host thread), so that the builds use the other core meanwhile.
 
     built() is build.do_build()'s on_built; finish() waits for the last
-    guest, adds the lane's rows to results and returns the guests that
-    booted; `fuzzed` lists those fuzzed.  The rows are printed as they
+    guest, adds the lane's rows to results (each guest's together, in the
+    order the kernels were built) and returns the guests that booted, in
+    that order; `fuzzed` lists those fuzzed.  The rows are printed as they
     come and counted in the stage that calls finish().
     """
 
     def __init__(
-        self, args: argparse.Namespace, nice: int = 19, fuzz_guests: Sequence[str] = ()
+        self,
+        args: argparse.Namespace,
+        nice: int = 19,
+        fuzz_guests: Sequence[str] = (),
+        workers: int | None = None,
     ) -> None:
         self.args = args
-        self.results = common.Results()
-        self.queue: queue.Queue[str | None] = queue.Queue()
-        self.ran: list[str] = []
+        self.queue: queue.Queue[tuple[int, str] | None] = queue.Queue()
+        self.queued = 0
+        self.lock = threading.Lock()
+        # Each guest's rows (its boot's, then its fuzz run's) apart: a
+        # failure of one guest must not be blamed on another booting
+        # beside it (in_process() reads the rows a harness added).
+        self.parts: dict[int, common.Results] = {}
+        self.done: dict[int, str] = {}
         self.fuzz = set(fuzz_guests)
-        self.fuzzed: list[str] = []
+        self.fuzz_done: dict[int, str] = {}
         self.cache: dict[Any, Any] = {}
         self.by_target: dict[str, list[str]] = {}
         for g in qemu_guests():
             target = common.read_kv(os.path.join(common.GUESTS, g + ".conf"))["target"]
             self.by_target.setdefault(target, []).append(g)
+        if workers is None:
+            workers = int(os.environ.get("LK_GUEST_LANES") or 2)
         self.old_nice, common.NICE = common.NICE, nice
-        self.thread = threading.Thread(target=self.run, name="guest-lane", daemon=True)
-        self.thread.start()
+        self.threads = [
+            threading.Thread(target=self.run, name="guest-lane-%d" % i, daemon=True)
+            for i in range(max(1, workers))
+        ]
+        for th in self.threads:
+            th.start()
+
+    @property
+    def ran(self) -> list[str]:
+        return [self.done[k] for k in sorted(self.done)]
+
+    @property
+    def fuzzed(self) -> list[str]:
+        return [self.fuzz_done[k] for k in sorted(self.fuzz_done)]
 
     def built(self, target: str) -> None:
-        for g in self.by_target.get(target, []):
-            self.queue.put(g)
+        with self.lock:  # the build stage's two lanes call this
+            for g in self.by_target.get(target, []):
+                self.queue.put((self.queued, g))
+                self.queued += 1
 
     def run(self) -> None:
         while True:
-            guest = self.queue.get()
-            if guest is None:
+            item = self.queue.get()
+            if item is None:
                 return
-            self.step("qemu " + guest, self.boot, guest)
-            self.ran.append(guest)
+            seq, guest = item
+            rows = self.parts[seq] = common.Results()
+            self.step(rows, "qemu " + guest, self.boot, guest)
+            self.done[seq] = guest
             if guest in self.fuzz:
-                self.step("fuzz", self.fuzz_one, guest)
-                self.fuzzed.append(guest)
+                self.step(rows, "fuzz", self.fuzz_one, guest)
+                self.fuzz_done[seq] = guest
 
-    def boot(self, guest: str) -> None:
-        do_qemu(self.args, self.results, [guest], cache=self.cache)
+    def boot(self, results: common.Results, guest: str) -> None:
+        do_qemu(self.args, results, [guest], cache=self.cache)
 
-    def fuzz_one(self, guest: str) -> None:
-        do_fuzz(self.args, self.results, [guest], ci=True)
+    def fuzz_one(self, results: common.Results, guest: str) -> None:
+        do_fuzz(self.args, results, [guest], ci=True)
 
-    def step(self, name: str, fn: Callable[[str], object], guest: str) -> None:
-        """fn(guest), its error a FAIL row `name`: the lane goes on."""
+    def step(
+        self,
+        results: common.Results,
+        name: str,
+        fn: Callable[[common.Results, str], object],
+        guest: str,
+    ) -> None:
+        """fn(results, guest), its error a FAIL row `name`: the lane goes
+        on."""
         try:
-            fn(guest)
+            fn(results, guest)
         except (common.Failure, OSError) as e:
-            self.results.failed(name, str(e))
+            results.failed(name, str(e))
         except Exception as e:  # a bug: this step fails, not lk
             common.log(traceback.format_exc().rstrip())
-            self.results.failed(name, "%s: %s" % (type(e).__name__, e))
+            results.failed(name, "%s: %s" % (type(e).__name__, e))
 
     def finish(self, results: common.Results) -> list[str]:
-        self.queue.put(None)
-        self.thread.join()
+        for _ in self.threads:
+            self.queue.put(None)
+        for th in self.threads:
+            th.join()
         common.NICE = self.old_nice
-        results.rows.extend(self.results.rows)
+        for seq in sorted(self.parts):
+            results.rows.extend(self.parts[seq].rows)
         return self.ran
 
     def abort(self) -> None:
         """When lk stops early (an exception in the main thread): the
-        guest booting now is killed, none is started after it."""
-        if self.thread.is_alive():
+        guests booting now are killed, none is started after them."""
+        if any(th.is_alive() for th in self.threads):
             while not self.queue.empty():
                 self.queue.get_nowait()
-            self.queue.put(None)
+            for _ in self.threads:
+                self.queue.put(None)
             boot.kill_running()
-            self.thread.join(timeout=60)
+            for th in self.threads:
+                th.join(timeout=60)
         common.NICE = self.old_nice
 
 

@@ -5,6 +5,8 @@ join lk's results as they come."""
 import argparse
 import os
 import tempfile
+import threading
+import time
 import unittest
 from unittest import mock
 
@@ -147,7 +149,7 @@ class Lane(unittest.TestCase):
             common, "log"
         ):
             old = common.NICE
-            lane = qemu_stages.GuestLane(argparse.Namespace(), nice=7)
+            lane = qemu_stages.GuestLane(argparse.Namespace(), nice=7, workers=1)
             lane.built("i386")
             lane.built("um")  # no guest boots it
             lane.built("arm64-guest")
@@ -183,7 +185,7 @@ class Lane(unittest.TestCase):
             qemu_stages, "do_fuzz", fake_fuzz
         ), mock.patch.object(common, "log"):
             lane = qemu_stages.GuestLane(
-                argparse.Namespace(), fuzz_guests=("x86_64", "i386")
+                argparse.Namespace(), fuzz_guests=("x86_64", "i386"), workers=1
             )
             lane.built("x86_64")
             lane.built("arm-guest")
@@ -220,6 +222,107 @@ class Lane(unittest.TestCase):
             [r[:2] for r in results.rows],
             [("FAIL", "qemu arm"), ("PASS", "qemu x86_64: boot")],
         )
+
+    def test_two_guests_boot_side_by_side_and_keep_their_rows_apart(self):
+        """Two workers: the second guest boots while the first one is
+        still running, a failure of one is not blamed on the other, and
+        the rows come guest by guest in the order the kernels were built."""
+        both = threading.Barrier(2, timeout=20)
+        failed = threading.Event()
+
+        def fake_qemu(args, results, guests, cache):
+            g = guests[0]
+
+            def harness():
+                both.wait()  # both guests are booting now
+                if g == "i386":
+                    results.failed("qemu i386/32: futex_y2038", "exit 1")
+                    failed.set()
+                else:
+                    failed.wait(20)
+                    results.passed("qemu %s/64: futex_y2038" % g)
+
+            qemu_stages.in_process(results, "qemu " + g, harness)
+
+        results = common.Results(echo=False)
+        with mock.patch.object(qemu_stages, "do_qemu", fake_qemu), mock.patch.object(
+            common, "log"
+        ):
+            lane = qemu_stages.GuestLane(argparse.Namespace(), workers=2)
+            lane.built("x86_64")
+            lane.built("i386")
+            ran = lane.finish(results)
+        self.assertEqual(ran, ["x86_64", "i386"])
+        self.assertEqual(
+            [r[:2] for r in results.rows],
+            [
+                ("PASS", "qemu x86_64/64: futex_y2038"),
+                ("FAIL", "qemu i386/32: futex_y2038"),
+            ],
+        )
+
+    def test_guests_of_one_abi_build_its_programs_once(self):
+        """Two guests of one ABI that start together (two workers) build
+        its programs once: qemu.run_guest() builds them under a lock."""
+        calls = []
+
+        def build_tests(specs, abi, scratch, blog, tree, results):
+            calls.append(abi)
+            time.sleep(0.3)  # long enough for the other guest to come in
+            return ["prog-" + abi]
+
+        class Stop(Exception):
+            pass
+
+        packed = []
+
+        def make_initramfs(path, init, tests, scale):
+            packed.append(tests)
+            raise Stop  # what follows is the boot
+
+        cache: dict = {}
+
+        def one(name):
+            guest = {"name": name, "abis": ["32"], "tests": None, "init_abi": "32"}
+            try:
+                qemu.run_guest(
+                    guest,
+                    [],
+                    "/t",
+                    "/s",
+                    "/l",
+                    common.Results(echo=False),
+                    built_cache=cache,
+                )
+            except Stop:
+                pass
+
+        with mock.patch.object(
+            qemu, "guest_kernel", return_value=("/b/bzImage", "/b")
+        ), mock.patch.object(
+            qemu.boot, "missing_kernel", return_value=None
+        ), mock.patch.object(
+            qemu.qemu_conf, "debug_scale", return_value=(1, None)
+        ), mock.patch.object(
+            qemu.qemu_conf, "guest_tests", side_effect=lambda g, s: s
+        ), mock.patch.object(
+            qemu.qemu_conf, "load_abi", side_effect=lambda a: a
+        ), mock.patch.object(
+            qemu.userspace, "build_tests", build_tests
+        ), mock.patch.object(
+            qemu.userspace, "build_init", return_value="init"
+        ), mock.patch.object(
+            qemu.userspace, "make_initramfs", make_initramfs
+        ):
+            threads = [
+                threading.Thread(target=one, args=(n,)) for n in ("x86_64", "i386")
+            ]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        self.assertEqual(calls, ["32"])
+        self.assertEqual(packed, [["prog-32"], ["prog-32"]])
 
     def test_sigterm_kills_the_qemu_of_a_boot_in_another_thread(self):
         """The main thread builds while the lane boots: SIGTERM to lk kills
