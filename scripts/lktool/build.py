@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
+import json
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import os
 import re
@@ -14,7 +16,7 @@ import shutil
 import threading
 import time
 
-from . import apply, common, kbuild, kunit, targetconf, warns
+from . import apply, common, kbuild, kept, kunit, targetconf, warns
 
 
 # A line of make's output for one compiled, assembled or linked file.
@@ -117,6 +119,101 @@ def configure(
         )
 
 
+# The row of a kept build says so.
+KEPT_BUILD_NOTE = (
+    " (kept: the build directory holds the build of the same tree, "
+    "configuration, tool and compilers)"
+)
+
+
+class KeptBuild:
+    """A full build that a later `lk test` may use instead of building
+    again: the build directory's .lk-kept.json records the key of the
+    build's inputs (the tree, the target, its goals, kept.inputs_digest()
+    and the compilers' versions), the sha256 of its .config, the size and
+    mtime of each product of the goals (vmlinux, bzImage, linux ...) and
+    the warnings the build printed.  It holds while every one of those
+    is unchanged: anything that builds in the directory again (kunit.py
+    in um's, `lk build`) relinks a product or rewrites .config, and every
+    build_target() removes the record before it starts.  Only a build
+    whose goals are all files (not objects or directories) is kept."""
+
+    NAME = ".lk-kept.json"
+
+    def __init__(
+        self, t: common.Target, tree: str, build_dir: str, goals: list[str]
+    ) -> None:
+        self.t, self.build_dir, self.goals = t, build_dir, goals
+        self.path = os.path.join(build_dir, self.NAME)
+        h = hashlib.sha256()
+        h.update(kept.inputs_digest().encode() + b"\0")
+        h.update(kept.toolchain_id([t]).encode() + b"\0")
+        h.update(common.git(["rev-parse", "HEAD^{tree}"], cwd=tree).encode())
+        h.update(("\0%s\0%s" % (t["name"], " ".join(goals))).encode())
+        self.key = h.hexdigest()
+
+    def products(self) -> list[str] | None:
+        """The files the goals make, relative to the build directory, or
+        None if a goal is not a file that exists there."""
+        paths = []
+        boot = os.path.join("arch", common.srcarch(self.t["arch"]), "boot")
+        for g in self.goals:
+            if "/" in g or g.endswith(".o"):
+                return None
+            for p in (g, os.path.join(boot, g)):
+                if os.path.isfile(os.path.join(self.build_dir, p)):
+                    paths.append(p)
+                    break
+            else:
+                return None
+        return paths
+
+    def state(self) -> dict[str, Any] | None:
+        products = self.products()
+        if products is None:
+            return None
+        try:
+            with open(os.path.join(self.build_dir, ".config"), "rb") as f:
+                config = hashlib.sha256(f.read()).hexdigest()
+            stats = {p: os.stat(os.path.join(self.build_dir, p)) for p in products}
+        except OSError:
+            return None
+        return {
+            "config": config,
+            "products": {p: [st.st_size, st.st_mtime_ns] for p, st in stats.items()},
+        }
+
+    def get(self) -> collections.Counter[str] | None:
+        """The warnings of the kept build, if it holds."""
+        try:
+            with open(self.path) as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(record, dict) or record.get("key") != self.key:
+            return None
+        state = self.state()
+        if state is None or any(record.get(k) != v for k, v in state.items()):
+            return None
+        return collections.Counter(record.get("warnings") or {})
+
+    def put(self, warnings: collections.Counter[str]) -> None:
+        state = self.state()
+        if state is None:
+            return
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(dict(state, key=self.key, warnings=dict(warnings)), f)
+        os.replace(tmp, self.path)
+
+
+def drop_kept(build_dir: str) -> None:
+    try:
+        os.unlink(os.path.join(build_dir, KeptBuild.NAME))
+    except FileNotFoundError:
+        pass
+
+
 def build_target(
     t: common.Target,
     tree: str,
@@ -127,17 +224,32 @@ def build_target(
     fresh: bool = False,
     stamp: str | None = None,
     before_tip: bool = False,
+    keep: bool = False,
 ) -> collections.Counter[str] | None:
     """Configure and build one target; report config, build and warnings.
 
     before_tip: the tree is a commit before the series' tip (the
     prerequisite-only tree of a baseline); see configure().
+    keep (with fresh): where the build directory holds a KeptBuild of
+    the same inputs, report it instead of building again.  Every fresh
+    build that succeeds is recorded as one.
     """
     name = t["name"]
     build_dir = os.path.join(out, "build", name)
     logfile = os.path.join(out, "logs", "build-%s.log" % name)
     os.makedirs(os.path.dirname(logfile), exist_ok=True)
     open(logfile, "w").close()
+    held = KeptBuild(t, tree, build_dir, goals) if fresh else None
+    warnings = held.get() if held and keep else None
+    if held and warnings is not None:
+        results.passed("config: " + name)
+        results.passed(
+            "build: " + name, "make %s%s" % (" ".join(goals), KEPT_BUILD_NOTE)
+        )
+        return report_warnings(
+            t, tree, out, goals, results, baseline_dir, stamp, False, warnings
+        )
+    drop_kept(build_dir)  # whatever happens now, it no longer holds
     if fresh and os.path.isdir(build_dir):
         shutil.rmtree(build_dir)
     incremental = os.path.isdir(build_dir)
@@ -205,6 +317,27 @@ def build_target(
             "make %s in %ds%s"
             % (" ".join(goals), secs, " (incremental)" if incremental else ""),
         )
+        if held and not incremental:
+            held.put(warnings)
+    return report_warnings(
+        t, tree, out, goals, results, baseline_dir, stamp, incremental, warnings
+    )
+
+
+def report_warnings(
+    t: common.Target,
+    tree: str,
+    out: str,
+    goals: list[str],
+    results: common.Results,
+    baseline_dir: str | None,
+    stamp: str | None,
+    incremental: bool,
+    warnings: collections.Counter[str],
+) -> collections.Counter[str]:
+    """Write a build's warnings to logs/warnings-TARGET.txt and judge them
+    against the target's baseline (unless baseline_dir is None)."""
+    name = t["name"]
     head = common.git(["rev-parse", "HEAD"], cwd=tree)
     with open(os.path.join(out, "logs", "warnings-%s.txt" % name), "w") as f:
         f.write(
@@ -285,6 +418,7 @@ def do_build(
             baseline_dir,
             fresh=args.fresh,
             stamp=stamp,
+            keep=getattr(args, "keep_builds", False),
         )
         if on_built and ("PASS", "build: " + name) in (
             r[:2] for r in lane_results.rows[n0:]

@@ -9,14 +9,24 @@ import argparse
 from typing import Any
 
 import collections
-import glob
 import hashlib
 import json
 import os
 import shutil
 import threading
 
-from . import apply, build, checkpatch, cocci, common, kbuild, series, targetconf, warns
+from . import (
+    apply,
+    build,
+    checkpatch,
+    cocci,
+    common,
+    kbuild,
+    kept,
+    series,
+    targetconf,
+    warns,
+)
 
 
 def touched_files(tree: str, commit: str) -> tuple[list[str], list[str]]:
@@ -24,7 +34,7 @@ def touched_files(tree: str, commit: str) -> tuple[list[str], list[str]]:
     out = common.git(
         ["diff-tree", "--no-commit-id", "--name-status", "-r", "-M", commit], cwd=tree
     )
-    kept, deleted = [], []
+    present, deleted = [], []
     for line in out.splitlines():
         parts = line.split("\t")
         if parts[0].startswith("D"):
@@ -32,8 +42,8 @@ def touched_files(tree: str, commit: str) -> tuple[list[str], list[str]]:
         else:
             if parts[0].startswith("R"):
                 deleted.append(parts[1])
-            kept.append(parts[-1])
-    return kept, deleted
+            present.append(parts[-1])
+    return present, deleted
 
 
 def sparse_check(
@@ -250,28 +260,8 @@ def build_verdict(
     return "PASS", text
 
 
-# What a per-patch check's rows depend on besides the trees: the tool's
-# code and the build targets' configuration (relative to common.TOP).
-KEPT_INPUTS = (
-    "scripts/lktool/*.py",
-    "configs/targets/*.conf",
-    "configs/fragments/*.config",
-    "configs/matrix/*",
-)
 # The note a kept row carries.
 KEPT_NOTE = " (kept: an earlier run checked the same inputs)"
-
-
-def toolchain_id(targets: list[common.Target]) -> str:
-    """The versions of what builds and checks the targets: each compiler's
-    first --version line, sparse's and make's."""
-    lines = []
-    cmds = sorted({t["cross_compile"] + "gcc" for t in targets}) + ["sparse", "make"]
-    for cmd in cmds:
-        r = common.run([cmd, "--version"], capture=True, check=False)
-        out = (r.stdout or r.stderr).splitlines()
-        lines.append("%s: %s" % (cmd, out[0] if out else "exit %d" % r.returncode))
-    return "\n".join(lines)
 
 
 class KeptResults:
@@ -301,13 +291,8 @@ class KeptResults:
         targets: list[common.Target],
     ) -> KeptResults:
         h = hashlib.sha256()
-        for pattern in KEPT_INPUTS:
-            for path in sorted(glob.glob(os.path.join(common.TOP, pattern))):
-                with open(path, "rb") as f:
-                    data = f.read()
-                h.update(os.path.relpath(path, common.TOP).encode() + b"\0")
-                h.update(hashlib.sha256(data).digest())
-        h.update(toolchain_id(targets).encode() + b"\0")
+        h.update(kept.inputs_digest().encode() + b"\0")
+        h.update(kept.toolchain_id(targets).encode() + b"\0")
         h.update(("%s\0%s\0" % (args.bisect, sorted(own))).encode())
         return cls(os.path.join(out, "cache", "percheck"), h.hexdigest())
 
@@ -414,13 +399,13 @@ def build_each_patch(
                 t for t in arch_targets or () if touches_arch(files + deleted, t)
             ]
             key = keep.key(tree, commit, [t["name"] for t in here]) if keep else ""
-            kept = keep.get(key) if keep else None
-            if kept:
-                for status, name, detail in kept["rows"]:
+            held = keep.get(key) if keep else None
+            if held:
+                for status, name, detail in held["rows"]:
                     results.add(status, name, detail + KEPT_NOTE)
                 previous = ("", None)
-                if kept.get("sparse"):
-                    st_name, sfiles, swarn = kept["sparse"]
+                if held.get("sparse"):
+                    st_name, sfiles, swarn = held["sparse"]
                     previous = (st_name, (sfiles, collections.Counter(swarn)))
                 n_kept += 1
                 continue

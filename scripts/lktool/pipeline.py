@@ -156,8 +156,11 @@ def cmd_test(args: argparse.Namespace) -> int:
             OSError,
         )
     # Always from empty build directories: an incremental build would not
-    # print the warnings of the objects it did not rebuild.
+    # print the warnings of the objects it did not rebuild.  Unless
+    # --rebuild, a build directory that still holds the full build of the
+    # same inputs (build.KeptBuild) is reported as it is.
     args.fresh = True
+    args.keep_builds = not getattr(args, "rebuild", False)
     # Each guest boots as soon as its kernel is built, beside the next
     # builds (qemu_stages.GuestLane): the qemu stage is what is left of
     # the boots when the last build is done.

@@ -41,6 +41,7 @@ GROUPS = {
         "cocci_test",
         "kunit_test",
         "checkpatch_test",
+        "kept_test",
     ),
     "broken": ("broken_test.BrokenBuilds",),
     "broken-series": ("broken_test.BrokenSeries",),

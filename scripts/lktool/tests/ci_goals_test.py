@@ -8,7 +8,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-from .. import apply, build, common, kbuild, percheck, targetconf
+from .. import apply, build, common, kbuild, kept, percheck, targetconf
 from .support import TOP, write
 
 
@@ -279,7 +279,7 @@ class KeptPatchResults(unittest.TestCase):
         self.heads = self.git("rev-list", "--reverse", "HEAD").split()
         self.args = mock.Mock(bisect="touched")
         self.version = mock.patch.object(
-            percheck, "toolchain_id", return_value="gcc (Debian 12.2.0-14) 12.2.0"
+            kept, "toolchain_id", return_value="gcc (Debian 12.2.0-14) 12.2.0"
         )
         self.version.start()
         self.addCleanup(self.version.stop)
@@ -300,9 +300,9 @@ class KeptPatchResults(unittest.TestCase):
         self.assertIsNone(k.get(key))
         k.put(key, self.ROWS, ["x86_64-defconfig", ["f.c"], {"w": 1}])
         again = self.keeper()
-        kept = again.get(again.key(self.repo, self.heads[2], ["x86_64-defconfig"]))
-        self.assertEqual([tuple(r) for r in kept["rows"]], self.ROWS)
-        self.assertEqual(kept["sparse"], ["x86_64-defconfig", ["f.c"], {"w": 1}])
+        held = again.get(again.key(self.repo, self.heads[2], ["x86_64-defconfig"]))
+        self.assertEqual([tuple(r) for r in held["rows"]], self.ROWS)
+        self.assertEqual(held["sparse"], ["x86_64-defconfig", ["f.c"], {"w": 1}])
         # Another patch (tree and parent), another set of targets, another
         # set of files in the series, another toolchain: another key.
         others = [
@@ -312,7 +312,7 @@ class KeptPatchResults(unittest.TestCase):
                 self.repo, self.heads[2], ["x86_64-defconfig"]
             ),
         ]
-        with mock.patch.object(percheck, "toolchain_id", return_value="gcc 13"):
+        with mock.patch.object(kept, "toolchain_id", return_value="gcc 13"):
             others.append(
                 self.keeper().key(self.repo, self.heads[2], ["x86_64-defconfig"])
             )
