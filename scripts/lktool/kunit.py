@@ -60,15 +60,23 @@ def install_kunit_tool(tree: str, out: str) -> str:
         with open(stamp_file) as f:
             have = f.read()
     if have != stamp or not os.path.exists(os.path.join(src, "kunit.py")):
-        if os.path.isdir(cache):
-            shutil.rmtree(cache)
-        os.makedirs(cache)
+        # Unpacked beside it and renamed into place: another lk (the
+        # tools' tests use the run's copy) never sees half of it.
+        tmp = "%s.tmp-%d" % (cache, os.getpid())
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
         common.run(
-            ["tar", "-xJf", tarball, "-C", cache, "linux-source-6.1/" + KUNIT_TOOL_DIR],
+            ["tar", "-xJf", tarball, "-C", tmp, "linux-source-6.1/" + KUNIT_TOOL_DIR],
             capture=True,
         )
-        with open(stamp_file, "w") as f:
+        with open(os.path.join(tmp, ".stamp"), "w") as f:
             f.write(stamp)
+        if os.path.isdir(cache):
+            shutil.rmtree(cache, ignore_errors=True)
+        try:
+            os.rename(tmp, cache)
+        except OSError:  # another lk put its copy there first
+            shutil.rmtree(tmp, ignore_errors=True)
     dest = os.path.join(tree, KUNIT_TOOL_DIR)
     if os.path.isdir(dest):
         shutil.rmtree(dest)
