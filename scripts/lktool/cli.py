@@ -25,6 +25,8 @@ Stages:
             under KASAN, UBSAN, lockdep and kmemleak (debug guests)
   bench     instructions per system call, prerequisite-only kernels
             against the tip, under QEMU -icount
+  lava      the QEMU guests as LAVA jobs: write and validate them, run
+            one here with Debian's lava-run, or submit them with lavacli
   setup     deps + base + apply + build (full matrix)
   test      series + apply + check + build (CI matrix) + qemu + fuzz
             (short, fixed seed) + kunit +
@@ -50,6 +52,7 @@ from . import (
     common,
     fuzz,
     kunit,
+    lava,
     percheck,
     pipeline,
     qemu_stages,
@@ -100,6 +103,7 @@ STAGES: dict[str, Callable[[argparse.Namespace, common.Results], object]] = {
     "qemu": lambda args, r: qemu_stages.do_qemu(args, r, args.guest),
     "bench": qemu_stages.do_bench,
     "fuzz": lambda args, r: qemu_stages.do_fuzz(args, r, args.guest, args.ci),
+    "lava": lava.do_lava,
 }
 
 
@@ -145,6 +149,7 @@ LOCKED = (
     "cocci",
     "fuzz",
     "bench",
+    "lava",
 )
 
 
@@ -381,6 +386,37 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--calls", type=bench.positive(bench.MAX_CALLS), help="calls per batch"
     )
+    s = sub.add_parser(
+        "lava",
+        help="the QEMU guests as LAVA jobs: write and validate them, run "
+        "them here (lava-run) or submit them (lavacli; lktool/lava.py)",
+    )
+    s.add_argument(
+        "--guest",
+        action="append",
+        help="a guest of configs/qemu/ (repeatable; default: those whose "
+        "kernel is built, or with --submit the jobs written before)",
+    )
+    s.add_argument(
+        "--run",
+        action="append",
+        metavar="GUEST",
+        help="also run this guest's job here with lava-run (repeatable)",
+    )
+    s.add_argument(
+        "--artifacts-url",
+        metavar="URL",
+        help="where a lab downloads the artifacts: the jobs name "
+        "URL/GUEST/<kernel> and URL/GUEST/initramfs.cpio.gz (publish "
+        "$LK_OUT/lava/artifacts/ there); default: file:// URLs",
+    )
+    s.add_argument(
+        "--submit",
+        metavar="URI",
+        help="submit the jobs written before to this LAVA server "
+        "(lavacli --uri, e.g. https://USER:TOKEN@lava.example.org/RPC2)",
+    )
+    s.add_argument("--output", help="where the jobs go (default: $LK_OUT/lava)")
     s = sub.add_parser(
         "baseline", help="record the warnings of the prerequisite-only tree"
     )

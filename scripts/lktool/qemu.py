@@ -182,7 +182,25 @@ def guest_programs(
     return tests
 
 
-def run_guest(
+class Prepared:
+    """What a guest boots: its kernel, build directory, initramfs and tests
+    ([(manifest name, seconds in the guest)]), and the time factor of its
+    kernel (debug_scale) and whether it has kmemleak."""
+
+    def __init__(
+        self,
+        kernel: str,
+        build_dir: str,
+        initramfs: str,
+        names: list[tuple[str, int]],
+        scale: int,
+        kmemleak: bool,
+    ) -> None:
+        self.kernel, self.build_dir, self.initramfs = kernel, build_dir, initramfs
+        self.names, self.scale, self.kmemleak = names, scale, kmemleak
+
+
+def prepare_guest(
     guest: common.Guest,
     specs: list[qemu_conf.TestSpec],
     tree: str,
@@ -191,12 +209,12 @@ def run_guest(
     results: common.Results,
     build_root: str | None = None,
     build_dir: str | None = None,
-    limit: int | None = None,
-    echo: bool = False,
     built_cache: dict[Any, Any] | None = None,
     kernel: str | None = None,
-) -> serial.Report | None:
-    """build + initramfs + boot + parse for one guest.
+    prefix: str = "qemu",
+) -> Prepared | None:
+    """build + initramfs for one guest (None, with a FAIL row, when it
+    cannot boot): what `lk qemu` boots, and what `lk lava` deploys.
 
     The kernel is <build dir>/<guest kernel> unless `kernel` names one (the
     build directory still provides .config).
@@ -206,7 +224,7 @@ def run_guest(
     kernel = kernel or default_kernel
     why = boot.missing_kernel(guest, kernel)
     if why:
-        results.failed("qemu %s: boot" % name, why)
+        results.failed("%s %s: boot" % (prefix, name), why)
         return None
     scale, kmemleak = qemu_conf.debug_scale(guest, bdir)
     built_cache = built_cache if built_cache is not None else {}
@@ -222,18 +240,55 @@ def run_guest(
         (userspace.manifest_name(t.abi, t.spec.name), t.spec.timeout * scale)
         for t in tests
     ]
+    return Prepared(kernel, bdir, initramfs, names, scale, kmemleak)
+
+
+def run_guest(
+    guest: common.Guest,
+    specs: list[qemu_conf.TestSpec],
+    tree: str,
+    scratch: str,
+    logs: str,
+    results: common.Results,
+    build_root: str | None = None,
+    build_dir: str | None = None,
+    limit: int | None = None,
+    echo: bool = False,
+    built_cache: dict[Any, Any] | None = None,
+    kernel: str | None = None,
+) -> serial.Report | None:
+    """build + initramfs + boot + parse for one guest (prepare_guest()).
+
+    The kernel is <build dir>/<guest kernel> unless `kernel` names one (the
+    build directory still provides .config).
+    """
+    name = guest["name"]
+    p = prepare_guest(
+        guest,
+        specs,
+        tree,
+        scratch,
+        logs,
+        results,
+        build_root,
+        build_dir,
+        built_cache,
+        kernel,
+    )
+    if p is None:
+        return None
     log_path = os.path.join(logs, "qemu-%s.log" % name)
     t0 = time.monotonic()
     r = boot_and_report(
         guest,
-        kernel,
-        initramfs,
-        names,
+        p.kernel,
+        p.initramfs,
+        p.names,
         log_path,
         results,
         limit=limit,
-        kmemleak=kmemleak,
-        scale=scale,
+        kmemleak=p.kmemleak,
+        scale=p.scale,
         echo=echo,
     )
     common.log(

@@ -282,7 +282,7 @@ def judge_test(
 
 
 def judge_expects(
-    guest: common.Guest, r: serial.Report | None, log_path: str
+    guest: common.Guest, r: serial.Report | None, log_path: str, prefix: str = "qemu"
 ) -> list[tuple[str, str, str]]:
     """The rows of the guest's expect keys on a boot's Report (or None).
 
@@ -294,7 +294,7 @@ def judge_expects(
         text = "\n".join(l for l in r.lines if not l.startswith("# lk-qemu-host "))
     rows = []
     for key, rx in guest["expects"]:
-        name = "qemu %s: %s" % (guest["name"], key.replace("_", " ", 1))
+        name = "%s %s: %s" % (prefix, guest["name"], key.replace("_", " ", 1))
         if text is None:
             rows.append(
                 (
