@@ -25,6 +25,7 @@ SELFTEST_SCRIPTS = (
     ("qemu-arm", "selftest-qemu-arm"),
     ("fuzz", "selftest-fuzz"),
     ("bench", "selftest-bench"),
+    ("lava", "selftest-lava"),
 )
 # How the tests are run: the directory's __main__.py, then the group.
 TESTS = os.path.join("scripts", "lktool", "tests")

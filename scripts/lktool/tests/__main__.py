@@ -3,8 +3,8 @@
 
   python3 scripts/lktool/tests [--quick] [GROUP ...]
 
-GROUP is one of lk, broken, broken-series, qemu, qemu-arm, fuzz, bench
-(default: all of them, in that order); `scripts/lk selftest` runs them
+GROUP is one of lk, broken, broken-series, qemu, qemu-arm, fuzz, bench,
+lava (default: all of them, in that order); `scripts/lk selftest` runs them
 side by side.  An entry is a test module, or module.Class for one class
 of it (the boots of one guest are a class: the guests' groups wait on
 QEMU side by side; the broken-patch cases are two classes, those that
@@ -56,6 +56,9 @@ GROUPS = {
     "qemu-arm": ("qemu_boot_test.BootArm64", "qemu_boot_test.BootArm"),
     "fuzz": ("fuzz_test", "fuzz_emulator_test", "fuzz_driver_test"),
     "bench": ("bench_test", "bench_output_test"),
+    # lk lava: the generator, LAVA's validation of every job, and the i386
+    # guest end to end through lava-run (a minute, mostly waiting on QEMU).
+    "lava": ("lava_test",),
 }
 
 

@@ -388,6 +388,7 @@ class SelftestOutput(unittest.TestCase):
                 "selftest-qemu-arm": "x86_64 i386",
                 "selftest-fuzz": "x86_64 i386",
                 "selftest-bench": "x86_64 i386",
+                "selftest-lava": "x86_64 i386",
             },
         )
         self.assertEqual(
@@ -400,10 +401,11 @@ class SelftestOutput(unittest.TestCase):
                 "selftest-qemu-arm: arm.test_a",
                 "selftest-fuzz: fuzz.test_a",
                 "selftest-bench: bench.test_a",
+                "selftest-lava: lava.test_a",
                 "lint: all",
             ],
         )
-        self.assertRegex(results.summary(), r"^8 passed, 0 failed")
+        self.assertRegex(results.summary(), r"^9 passed, 0 failed")
 
     def test_outcome_after_a_docstring_is_read(self):
         log = (
