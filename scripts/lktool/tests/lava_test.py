@@ -9,6 +9,7 @@ lava-run and compares its rows with `lk qemu`'s on the same kernel: the
 log and initramfs of the qemu stage when `lk test` has just booted i386
 (LK_QEMU_STAGE_GUESTS), else a boot of its own."""
 
+import collections
 import datetime
 import importlib
 import os
@@ -481,6 +482,58 @@ class Validation(unittest.TestCase):
         st, name, detail = results.rows[0]
         self.assertEqual((st, name), ("FAIL", "lava i386: job validates"))
         self.assertIn("initramfs.cpio.gz' does not exist", detail)
+
+    def test_submit_checks_the_served_artifacts_first(self):
+        # The jobs name the artifacts at a URL; --submit validates them
+        # there (the dispatcher asks the server for each) before lavacli.
+        import functools
+        import http.server
+        import threading
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(
+            Quiet, directory=os.path.join(self.tmp, "artifacts")
+        )
+        os.makedirs(os.path.join(self.tmp, "artifacts"))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        url = "http://127.0.0.1:%d" % server.server_address[1]
+        g = qemu_conf.load_guest("i386")
+        gen = lava.write_job(g, self.stand_in, self.rd, [("32/t", 10)], self.tmp, url)
+        with open(gen.job) as f:
+            self.assertIn('"%s/i386/initramfs.cpio.gz"' % url, f.read())
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir)
+        with open(os.path.join(bindir, "lavacli"), "w") as f:
+            f.write("#!/bin/sh\necho 77\n")
+        os.chmod(os.path.join(bindir, "lavacli"), 0o755)
+        path = os.environ["PATH"]
+        self.addCleanup(os.environ.__setitem__, "PATH", path)
+        os.environ["PATH"] = bindir + os.pathsep + path
+        args = collections.namedtuple("Args", "out output guest submit")(
+            self.tmp, self.tmp, None, "https://lava.example.org/RPC2"
+        )
+        results = common.Results(echo=False)
+        lava.do_lava(args, results)
+        self.assertEqual(
+            [r[:2] for r in results.rows],
+            [("PASS", "lava i386: job validates"), ("PASS", "lava i386: submit")],
+            results.rows,
+        )
+        self.assertIn("job 77", results.rows[1][2])
+        # Not published (yet): a FAIL row, and nothing submitted.
+        os.unlink(os.path.join(self.tmp, "artifacts", "i386", "initramfs.cpio.gz"))
+        results = common.Results(echo=False)
+        lava.do_lava(args, results)
+        self.assertEqual(
+            [r[:2] for r in results.rows], [("FAIL", "lava i386: job validates")]
+        )
+        self.assertIn("initramfs.cpio.gz", results.rows[0][2])
 
     def test_a_kernel_that_does_not_boot_is_a_fail_row(self):
         if QUICK:
