@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
+import argparse
 import datetime
 import json
 import os
@@ -612,7 +613,8 @@ def check_schema(job_paths: Sequence[str]) -> dict[str, str]:
 
 
 def job_id(guest: common.Guest) -> str:
-    return "lk-%s-%d" % (guest["name"], os.getpid())
+    """A job id of its own: lava-run works in /var/lib/lava/dispatcher/tmp/ID."""
+    return "lk-%s-%d-%s" % (guest["name"], os.getpid(), secrets.token_hex(3))
 
 
 def check_dispatcher(
@@ -877,7 +879,7 @@ def submitted_jobs(lava_dir: str, names: Sequence[str] | None) -> list[Generated
     return gens
 
 
-def do_lava(args: Any, results: common.Results) -> None:
+def do_lava(args: argparse.Namespace, results: common.Results) -> None:
     """`lk lava`: write (and validate) the jobs of the guests with a built
     kernel, or of --guest; run --run GUEST here; or submit the jobs
     written before (--submit URI)."""
