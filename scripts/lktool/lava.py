@@ -62,6 +62,8 @@ LAVA_RUN = "lava-run"
 LAVA_SCHEMA = "/usr/share/lava-common/lava-schema.py"
 DEBIAN_PYTHON = "/usr/bin/python3"
 LAVACLI = "lavacli"
+# Where lava-run works, in a directory named by the job id.
+DISPATCHER_TMP = "/var/lib/lava/dispatcher/tmp"
 DEVICE_TYPE = "qemu"
 # What v4.20 prints when init powers the guest off (kernel/reboot.c).
 POWER_DOWN = "reboot: Power down"
@@ -622,11 +624,12 @@ def check_dispatcher(
 ) -> str:
     """lava-run --validate: "" when the dispatcher accepts the job on the
     device, else its reason."""
+    jid = job_id(guest)
     cmd = root_prefix() + [
         LAVA_RUN,
         "--validate",
         "--job-id",
-        job_id(guest),
+        jid,
         "--output-dir",
         work,
         "--device",
@@ -637,6 +640,11 @@ def check_dispatcher(
         r = subprocess.run(
             cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
+    # A run removes its directory there; a validation leaves it (empty).
+    subprocess.run(
+        root_prefix() + ["rm", "-rf", os.path.join(DISPATCHER_TMP, jid)],
+        stdin=subprocess.DEVNULL,
+    )
     with open(log_path, errors="replace") as f:
         text = f.read()
     why = Run(read_records(text)).job_error()
@@ -655,10 +663,11 @@ def run_dispatcher(
 ) -> Run:
     """lava-run the job on the device; its log to log_path.  It is killed
     (with its QEMU) after timeout seconds."""
+    jid = job_id(guest)
     cmd = root_prefix() + [
         LAVA_RUN,
         "--job-id",
-        job_id(guest),
+        jid,
         "--output-dir",
         work,
         "--device",
@@ -684,6 +693,11 @@ def run_dispatcher(
                 except OSError:
                     pass
                 proc.wait()
+                # What a killed lava-run did not clean up (the images).
+                subprocess.run(
+                    root_prefix() + ["rm", "-rf", os.path.join(DISPATCHER_TMP, jid)],
+                    stdin=subprocess.DEVNULL,
+                )
     with open(log_path, errors="replace") as f:
         return Run(read_records(f.read()))
 
