@@ -32,6 +32,9 @@ Stages:
             (short, fixed seed) + kunit +
             selftest
   send      prepare the upstream-bound patches for mailing under your identity
+            (--to-local-list: and send them to the list of `lk list`)
+  list      a mailing list of our own on 127.0.0.1 (exim4, public-inbox) for
+            the topics' lists, to try sending before the real lists
   export    regenerate patches/ from a kernel branch (v4.20..prereq..HEAD)
 """
 
@@ -53,6 +56,7 @@ from . import (
     fuzz,
     kunit,
     lava,
+    mlist,
     percheck,
     pipeline,
     qemu_stages,
@@ -132,6 +136,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "setup": pipeline.cmd_setup,
     "test": pipeline.cmd_test,
     "send": send.cmd_send,
+    "list": mlist.cmd_list,
     "export": apply.cmd_export,
 }
 
@@ -441,6 +446,32 @@ def main(argv: list[str] | None = None) -> int:
         "--output-dir",
         help="where to write the mails (default: "
         "$LK_OUT/outgoing), one folder per section",
+    )
+    s.add_argument(
+        "--to-local-list",
+        action="store_true",
+        help="send the mails to the local list that `lk list` runs (and "
+        "nowhere else), then check what its archive serves",
+    )
+    s = sub.add_parser(
+        "list", help="run a local mailing list (exim4, public-inbox) on 127.0.0.1"
+    )
+    s.add_argument(
+        "topics", nargs="*", metavar="TOPIC", help="topics whose lists to serve"
+    )
+    s.add_argument(
+        "--minutes",
+        type=float,
+        default=mlist.DEFAULT_MINUTES,
+        help="stop after this long (default: %(default)s)",
+    )
+    s.add_argument("--smtp-port", type=int, help="default: a free port")
+    s.add_argument("--http-port", type=int, help="default: a free port")
+    s.add_argument(
+        "--list",
+        action="append",
+        metavar="ADDRESS",
+        help="serve this list address too (repeatable)",
     )
     s = sub.add_parser(
         "export", help="regenerate patches/ from a kernel branch (v4.20..prereq..HEAD)"

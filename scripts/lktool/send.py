@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Prepare the upstream-bound topics for mailing with b4; never send."""
+"""Prepare the upstream-bound topics for mailing with b4; send them only to
+the local list (mlist.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import tempfile
 from email.header import decode_header
 from email.header import make_header
 
-from . import apply, basetree, checkpatch, common, pipeline, series, topics
+from . import apply, basetree, checkpatch, common, mlist, pipeline, series, topics
 
 
 def sender_identity() -> tuple[str, str]:
@@ -185,7 +186,9 @@ def b4_am_tree(repo: str, start: str, mail_dir: str, env: dict[str, str]) -> str
 
 def cmd_send(args: argparse.Namespace) -> int:
     """Prepare each topic as a b4 prep branch on plain v4.20 and write its
-    mails with `b4 send -o`; never send.  See docs/design.md (Sending)."""
+    mails with `b4 send -o`; with --to-local-list, send them to the local
+    list of `lk list` and check what its archive serves, else send
+    nothing.  See docs/design.md (Sending)."""
     name, email = sender_identity()
     sender = "%s <%s>" % (name, email)
     series_dir = os.path.abspath(args.series_dir)
@@ -193,6 +196,9 @@ def cmd_send(args: argparse.Namespace) -> int:
     sections = send_sections(entries, args.topics)
     if not sections:
         raise common.Failure("the series has no upstream-bound patch to send")
+    to_list = getattr(args, "to_local_list", False)
+    if to_list:
+        mlist.running_list(args)
     if args.version:
         for sec in sections:
             bump_version(series_dir, sec, args.version)
@@ -233,6 +239,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         GIT_COMMITTER_EMAIL=email,
     )
     tips: dict[str, list[str]] = {}
+    prepared: list[mlist.Prepared] = []
     allow = checkpatch.checkpatch_exceptions()
     for sec in sections:
         fields, body = series.read_cover(
@@ -260,6 +267,9 @@ def cmd_send(args: argparse.Namespace) -> int:
             for c in tips[series.topic_of(sec)]:
                 common.run(["git", "cherry-pick", c], cwd=ws, env=cenv, capture=True)
         fork = common.git(["rev-parse", "HEAD"], cwd=ws)
+        # Trailers that reviewers gave (b4 trailers -u in the prep branch)
+        # stay with their patches.
+        collected = mlist.collected_trailers(ws, branch)
         common.git(["branch", "-D", branch], cwd=ws, check=False)
         common.run(
             ["b4", "prep", "-n", label, "-f", fork], cwd=ws, env=env, capture=True
@@ -313,6 +323,7 @@ def cmd_send(args: argparse.Namespace) -> int:
                 flags=re.M,
             ).rstrip()
             msg += "\n\nSigned-off-by: %s\n" % sender
+            msg = mlist.with_trailers(msg, collected)
             common.run(
                 ["git", "commit", "-q", "--amend", "--reset-author", "-F", "-"],
                 cwd=ws,
@@ -398,6 +409,7 @@ def cmd_send(args: argparse.Namespace) -> int:
             )
         else:
             results.passed("send: checkpatch %s" % sec, "%d mails" % len(mine))
+        prepared.append(mlist.Prepared(sec, mails, start, want))
         hdr, _ = series.patch_headers(cpath)
         for k in ("to", "cc"):
             common.log(
@@ -411,10 +423,15 @@ def cmd_send(args: argparse.Namespace) -> int:
                 )
             )
     common.git(["checkout", "-q", "-f", "--detach", "v4.20"], cwd=ws)
+    if to_list:
+        mlist.send_to_local_list(args, ws, sender, prepared, results, env)
+        return pipeline.finish(results)
+    mlist.forget_local_list(ws)
     common.log("send: mails in %s; nothing was sent" % outdir)
     common.log("send: to send one, check its cover letter and recipients, then:")
-    for sec in sections:
+    for p in prepared:
         common.log(
-            "  cd %s && git checkout b4/%s && b4 send" % (ws, sec.replace("/", "-"))
+            "  cd %s && %s"
+            % (ws, " ".join(mlist.quoted(mlist.send_email_argv(sender, p.files()))))
         )
     return pipeline.finish(results)

@@ -382,7 +382,13 @@ class BrokenSeries(ScratchSeries):
             r.stdout,
             r"(?m)^send: broken: (To|Cc): .*" r"linux-kernel@vger\.kernel\.org",
         )
-        self.assertIn("git checkout b4/broken && b4 send", r.stdout)
+        # how to send them: git send-email of the mails that were checked
+        self.assertIn("nothing was sent", r.stdout)
+        self.assertRegex(
+            r.stdout,
+            r"(?m)^  cd \S+ && git send-email --confirm=never .*"
+            r"--from 'Jane Sender <jane@example.org>' \S+/broken/0001-[^ ]*\.eml$",
+        )
 
         def eml(sec):
             return sorted(
