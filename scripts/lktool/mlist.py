@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from dataclasses import dataclass
@@ -163,13 +164,16 @@ class LocalList:
 
     def __init__(
         self,
-        root: str,
+        root: str | None,
         lists: list[str],
         smtp_port: int = 0,
         http_port: int = 0,
         minutes: float = DEFAULT_MINUTES,
     ) -> None:
-        self.root = os.path.abspath(root)
+        # Under /tmp by default: the servers' user must reach it, and
+        # $LK_OUT is often in a home that only its owner may enter.
+        self.own_root = root is None
+        self.root = os.path.abspath(root or tempfile.mkdtemp(prefix="lk-list-"))
         self.lists = sorted(set(a.lower() for a in lists))
         self.names = inbox_names(self.lists)
         self.smtp_port = smtp_port or free_port()
@@ -227,19 +231,15 @@ class LocalList:
                     "group %s: run lk as root, or 'sudo adduser %s %s' and log "
                     "in again" % (EXIM_USER, os.environ.get("USER", "$USER"), EXIM_USER)
                 )
-        if os.path.exists(self.root):
+        if os.path.exists(self.root) and not self.own_root:
             shutil.rmtree(self.root)
         for d in ("spool", "log", "emergency", "inboxes"):
             os.makedirs(os.path.join(self.root, d))
         with open(os.path.join(self.root, "exim.conf"), "w") as f:
             f.write(exim_config(self.root, self.smtp_port, self.lists))
         if os.geteuid() == 0:
-            # The parent folders must let the servers' user through.
             common.run(["chown", "-R", EXIM_USER + ":", self.root])
-            d = self.root
-            while d != "/":
-                os.chmod(d, os.stat(d).st_mode | 0o111)
-                d = os.path.dirname(d)
+            os.chmod(self.root, 0o755)
         for addr in self.lists:
             name = self.names[addr]
             self.run(
@@ -322,10 +322,18 @@ class LocalList:
             "while kill -0 %d 2>/dev/null && [ $(date +%%s) -lt $end ]; do\n"
             "\tsleep 1\n"
             "done\n"
-            "kill -TERM -- %s 2>/dev/null\n"
+            "kill -TERM %s 2>/dev/null\n"
             "sleep 2\n"
-            "kill -KILL -- %s 2>/dev/null\n"
-            "exit 0\n" % (int(self.minutes * 60), os.getpid(), groups, groups)
+            "kill -KILL %s 2>/dev/null\n"
+            "%s"
+            "exit 0\n"
+            % (
+                int(self.minutes * 60),
+                os.getpid(),
+                groups,
+                groups,
+                "rm -rf %s\n" % shlex.quote(self.root) if self.own_root else "",
+            )
         )
         self.watchdog = subprocess.Popen(
             ["sh", "-c", script],
@@ -375,6 +383,8 @@ class LocalList:
             self.watchdog.kill()
             self.watchdog.wait()
         self.watchdog = None
+        if self.own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> LocalList:
         return self.start()
@@ -388,6 +398,7 @@ class LocalList:
             "smtp": self.smtp_port,
             "http": self.http_port,
             "url": self.url,
+            "root": self.root,
             "lists": self.names,
         }
 
@@ -415,6 +426,24 @@ def messages(mbox: bytes) -> list[EmailMessage]:
         assert isinstance(msg, EmailMessage)
         out.append(msg)
     return out
+
+
+def search(url: str, query: str) -> list[EmailMessage]:
+    """The mails of the archive at url that a search finds, as b4 asks
+    for them (b4.searchmask)."""
+    body = fetch(
+        "%s/all/?x=m&t=1&q=%s" % (url, urllib.parse.quote_plus(query)), data=b""
+    )
+    return messages(body) if body else []
+
+
+def received(root: str) -> int:
+    """How many mails the list's exim4 has taken in so far."""
+    try:
+        with open(os.path.join(root, "log", "mainlog"), errors="replace") as f:
+            return sum(1 for l in f if " <= " in l)
+    except FileNotFoundError:
+        return 0
 
 
 def thread(url: str, msgid: str) -> list[EmailMessage]:
@@ -523,13 +552,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not os.path.exists(os.path.join(tree, "MAINTAINERS")):
         raise common.Failure("no applied tree at %s; run 'scripts/lk apply'" % tree)
     lists = topic_lists(tree, series_dir, sections, entries) + (args.list or [])
-    ll = LocalList(
-        os.path.join(common.out_dir(args), LIST_DIR),
-        lists,
-        args.smtp_port or 0,
-        args.http_port or 0,
-        args.minutes,
-    )
+    os.makedirs(os.path.dirname(state_path(args)), exist_ok=True)
+    ll = LocalList(None, lists, args.smtp_port or 0, args.http_port or 0, args.minutes)
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -539,6 +563,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         with open(state_path(args), "w") as f:
             json.dump(ll.state(), f, indent=1)
         common.log("list: %d inboxes: %s" % (len(ll.names), " ".join(ll.lists)))
+        common.log("list: files in %s (removed when it stops)" % ll.root)
         common.log(
             "list: ready: SMTP on 127.0.0.1:%d, archive at %s/all/ "
             "(for %g minutes, or until Ctrl-C)" % (ll.smtp_port, ll.url, args.minutes)

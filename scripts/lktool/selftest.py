@@ -26,6 +26,7 @@ SELFTEST_SCRIPTS = (
     ("fuzz", "selftest-fuzz"),
     ("bench", "selftest-bench"),
     ("lava", "selftest-lava"),
+    ("mlist", "selftest-mlist"),
 )
 # How the tests are run: the directory's __main__.py, then the group.
 TESTS = os.path.join("scripts", "lktool", "tests")

@@ -199,7 +199,9 @@ def cmd_send(args: argparse.Namespace) -> int:
     to_list = getattr(args, "to_local_list", False)
     if to_list:
         mlist.running_list(args)
-    if args.version:
+    if args.version is not None:
+        if args.version < 1:
+            raise common.Failure("-v %d: versions count from 1" % args.version)
         for sec in sections:
             bump_version(series_dir, sec, args.version)
     problems = []

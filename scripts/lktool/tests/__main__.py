@@ -4,7 +4,7 @@
   python3 scripts/lktool/tests [--quick] [GROUP ...]
 
 GROUP is one of lk, broken, broken-series, qemu, qemu-arm, fuzz, bench,
-lava (default: all of them, in that order); `scripts/lk selftest` runs them
+lava, mlist (default: all of them, in that order); `scripts/lk selftest` runs them
 side by side.  An entry is a test module, or module.Class for one class
 of it (the boots of one guest are a class: the guests' groups wait on
 QEMU side by side; the broken-patch cases are two classes, those that
@@ -59,6 +59,7 @@ GROUPS = {
     # lk lava: the generator, LAVA's validation of every job, and the i386
     # guest end to end through lava-run (a minute, mostly waiting on QEMU).
     "lava": ("lava_test",),
+    "mlist": ("mlist_test",),
 }
 
 

@@ -389,6 +389,7 @@ class SelftestOutput(unittest.TestCase):
                 "selftest-fuzz": "x86_64 i386",
                 "selftest-bench": "x86_64 i386",
                 "selftest-lava": "x86_64 i386",
+                "selftest-mlist": "x86_64 i386",
             },
         )
         self.assertEqual(
@@ -402,10 +403,11 @@ class SelftestOutput(unittest.TestCase):
                 "selftest-fuzz: fuzz.test_a",
                 "selftest-bench: bench.test_a",
                 "selftest-lava: lava.test_a",
+                "selftest-mlist: mlist.test_a",
                 "lint: all",
             ],
         )
-        self.assertRegex(results.summary(), r"^9 passed, 0 failed")
+        self.assertRegex(results.summary(), r"^10 passed, 0 failed")
 
     def test_outcome_after_a_docstring_is_read(self):
         log = (
