@@ -322,9 +322,7 @@ class RoundTrip(unittest.TestCase):
         # What the tests change is made anew.
         cls.work = os.path.join(common.out_dir(None), "selftest", "MailingList")
         cls.out = os.path.join(cls.work, "out")
-        for sub in os.listdir(cls.work) if os.path.isdir(cls.work) else ():
-            if sub != "out":
-                shutil.rmtree(os.path.join(cls.work, sub))
+        cls.clean()
         os.makedirs(cls.work, exist_ok=True)
         ws = os.path.join(cls.out, "send")
         if os.path.isdir(os.path.join(ws, ".git")):
@@ -413,9 +411,19 @@ class RoundTrip(unittest.TestCase):
             cls.list_proc.terminate()
             out, _ = cls.list_proc.communicate(timeout=30)
             assert "list: stopped" in out, out
-        for sub in os.listdir(cls.work):
-            if sub != "out":
-                shutil.rmtree(os.path.join(cls.work, sub), ignore_errors=True)
+        cls.clean()
+
+    @classmethod
+    def clean(cls):
+        """Remove all but out/ from the work directory."""
+        for sub in os.listdir(cls.work) if os.path.isdir(cls.work) else ():
+            path = os.path.join(cls.work, sub)
+            if sub == "out":
+                continue
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
 
     @classmethod
     def lk(cls, *args, env=None):
