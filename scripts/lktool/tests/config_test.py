@@ -372,16 +372,28 @@ class GuestTargets(unittest.TestCase):
         # mips and powerpc have no defconfig target: their guests' kernels
         # are allnoconfig plus what every guest needs, the machine, KUnit
         # and binderfs, built with Debian's cross compilers.
-        for name, cross, machine in (
-            ("mips", "mips-linux-gnu-", "mips-malta.config"),
-            ("powerpc", "powerpc-linux-gnu-", "ppc-mac.config"),
+        # The 64-bit MIPS guest's kernel shares the Malta board's fragment.
+        for name, arch, cross, machine in (
+            (
+                "mips",
+                "mips",
+                "mips-linux-gnu-",
+                ["mips-malta.config", "malta-board.config"],
+            ),
+            ("powerpc", "powerpc", "powerpc-linux-gnu-", ["ppc-mac.config"]),
+            (
+                "mips64-guest",
+                "mips",
+                "mips64-linux-gnuabi64-",
+                ["mips64-malta.config", "malta-board.config"],
+            ),
         ):
             t = targetconf.load_target(name)
-            self.assertEqual((t["arch"], t["cross_compile"]), (name, cross))
+            self.assertEqual((t["arch"], t["cross_compile"]), (arch, cross))
             self.assertEqual(t["defconfig"], "allnoconfig")
             self.assertEqual(
                 t["fragments"],
-                ["qemu-guest.config", machine, "kunit.config", "binderfs.config"],
+                ["qemu-guest.config"] + machine + ["kunit.config", "binderfs.config"],
             )
             self.assertEqual(t["goals"], ["vmlinux"])
             self.assertIsNone(t["ci_goals"], name)

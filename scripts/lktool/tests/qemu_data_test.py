@@ -43,6 +43,10 @@ class DataFiles(unittest.TestCase):
         # The 32-bit big-endian guests run their own ABI only.
         self.assertEqual(qemu_conf.load_guest("mips")["abis"], ["mips"])
         self.assertEqual(qemu_conf.load_guest("ppc")["abis"], ["ppc"])
+        # The 64-bit MIPS kernel runs the same o32 programs through compat.
+        mips64 = qemu_conf.load_guest("mips64")
+        self.assertEqual((mips64["abis"], mips64["init_abi"]), (["mips"], "mips"))
+        self.assertEqual(mips64["target"], "mips64-guest")
         # Pointer authentication: absent on the Cortex-A57, present on max.
         max_ = qemu_conf.load_guest("arm64-max")
         self.assertEqual(max_["target"], qemu_conf.load_guest("arm64")["target"])
