@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 
 from . import basetree, common, series
 
@@ -153,6 +154,11 @@ def series_stamp(series_dir: str) -> str:
     return h.hexdigest()[:16]
 
 
+# The guest lane's threads (qemu_stages.GuestLane) each check the tree
+# out: one git checkout at a time, or the second finds the index locked.
+TREE_LOCK = threading.Lock()
+
+
 def applied_tree(args: argparse.Namespace, keep_edits: bool = False) -> str:
     """The applied tree, checked to hold the current series, at its tip.
 
@@ -173,9 +179,11 @@ def applied_tree(args: argparse.Namespace, keep_edits: bool = False) -> str:
             "half-applied one); run 'scripts/lk apply'" % tree
         )
     if not keep_edits:
-        common.git(["checkout", "-q", "-f", "series"], cwd=tree)
+        with TREE_LOCK:
+            common.git(["checkout", "-q", "-f", "series"], cwd=tree)
         return tree
-    common.git(["checkout", "-q", "series"], cwd=tree)
+    with TREE_LOCK:
+        common.git(["checkout", "-q", "series"], cwd=tree)
     changed = common.run(
         ["git", "diff", "--name-only", "HEAD"], cwd=tree, capture=True
     ).stdout.split()

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 
 from . import apply, common, targetconf
@@ -310,13 +311,22 @@ def kunit_section(log_path: str) -> str:
     return "".join(lines)
 
 
+# Guests that boot side by side (qemu_stages.GuestLane) parse their KUnit
+# output one at a time: install_kunit_tool() replaces the copy in the
+# tree that another guest's kunit.py may be running from.
+GUEST_KUNIT_LOCK = threading.Lock()
+
+
 def parse_guest_kunit(
     args: argparse.Namespace, results: common.Results, guest: str, log_path: str
 ) -> None:
     """Check the KUnit results that a QEMU guest printed while booting."""
     out = common.out_dir(args)
-    tool = install_kunit_tool(apply.applied_tree(args), out)
-    parse_kunit_log(tool, log_path, "qemu-" + guest, os.path.join(out, "logs"), results)
+    with GUEST_KUNIT_LOCK:
+        tool = install_kunit_tool(apply.applied_tree(args), out)
+        parse_kunit_log(
+            tool, log_path, "qemu-" + guest, os.path.join(out, "logs"), results
+        )
 
 
 def parse_kunit_log(

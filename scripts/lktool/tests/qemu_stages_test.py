@@ -10,7 +10,7 @@ import time
 import unittest
 from unittest import mock
 
-from .. import apply, boot, common, fuzz, qemu, qemu_stages
+from .. import apply, boot, common, fuzz, kunit, qemu, qemu_stages
 from .qemu_support import sigterm_while_booting, sleeping_qemu
 
 
@@ -323,6 +323,65 @@ class Lane(unittest.TestCase):
                 th.join()
         self.assertEqual(calls, ["32"])
         self.assertEqual(packed, [["prog-32"], ["prog-32"]])
+
+    def overlaps(self, calls, *patches):
+        """How many of calls() ran at once at most, in two threads, with
+        each mock.patch.object of patches (target, name) a function
+        that takes 0.2 s."""
+        now, most, lock = [0], [0], threading.Lock()
+
+        def slow(*a, **kw):
+            with lock:
+                now[0] += 1
+                most[0] = max(most[0], now[0])
+            time.sleep(0.2)
+            with lock:
+                now[0] -= 1
+            return ""
+
+        ctx = [mock.patch.object(t, n, slow) for t, n in patches]
+        for c in ctx:
+            c.start()
+        try:
+            threads = [threading.Thread(target=calls) for _ in range(2)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        finally:
+            for c in ctx:
+                c.stop()
+        return most[0]
+
+    def test_two_guests_check_the_tree_out_one_at_a_time(self):
+        """Both guests of a lane call apply.applied_tree(), which checks the
+        series out: two git checkouts at once found the index locked
+        ("Unable to create .../index.lock: File exists", arm64-max in a
+        CI run)."""
+        args = argparse.Namespace(out="/lk-out", series_dir="/s")
+        with mock.patch.object(apply, "is_managed", return_value=True), mock.patch(
+            "os.path.isdir", return_value=True
+        ), mock.patch.object(
+            apply, "series_stamp", return_value="stamp"
+        ), mock.patch.object(
+            common, "run", return_value=mock.Mock(stdout="stamp\n")
+        ):
+            most = self.overlaps(lambda: apply.applied_tree(args), (common, "git"))
+        self.assertEqual(most, 1)
+
+    def test_two_guests_parse_their_kunit_output_one_at_a_time(self):
+        """kunit.parse_guest_kunit() replaces kunit.py in the tree, which
+        the other guest's parse may be running from."""
+        args = argparse.Namespace(out="/lk-out")
+        with mock.patch.object(apply, "applied_tree", return_value="/t"):
+            most = self.overlaps(
+                lambda: kunit.parse_guest_kunit(
+                    args, common.Results(echo=False), "x86_64", "/l"
+                ),
+                (kunit, "install_kunit_tool"),
+                (kunit, "parse_kunit_log"),
+            )
+        self.assertEqual(most, 1)
 
     def test_sigterm_kills_the_qemu_of_a_boot_in_another_thread(self):
         """The main thread builds while the lane boots: SIGTERM to lk kills
