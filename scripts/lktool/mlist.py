@@ -543,11 +543,9 @@ def running_list(args: argparse.Namespace) -> dict[str, object]:
 def cmd_list(args: argparse.Namespace) -> int:
     """`lk list`: run the local list for the topics' lists until the
     lifetime is over or lk is stopped (Ctrl-C, SIGTERM)."""
-    from . import send
-
     series_dir = os.path.abspath(args.series_dir)
     entries = series.read_series(series_dir)
-    sections = send.send_sections(entries, args.topics)
+    sections = series.topic_sections(entries, args.topics)
     tree = os.path.join(common.out_dir(args), "tree")
     if not os.path.exists(os.path.join(tree, "MAINTAINERS")):
         raise common.Failure("no applied tree at %s; run 'scripts/lk apply'" % tree)

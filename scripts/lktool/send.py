@@ -41,19 +41,6 @@ def sender_identity() -> tuple[str, str]:
     return name, email
 
 
-def send_sections(entries: list[series.PatchEntry], topics: list[str]) -> list[str]:
-    """The upstream-bound sections of the chosen topics (all when none is
-    named), each topic followed by its KUnit follow-up, in series order."""
-    sections = series.upstream_sections(entries)
-    known = sorted({series.topic_of(x) for x in sections})
-    for t in topics:
-        if t not in known:
-            raise common.Failure(
-                "no topic %s in series; the topics are: %s" % (t, " ".join(known))
-            )
-    return [x for x in sections if not topics or series.topic_of(x) in topics]
-
-
 def bump_version(series_dir: str, section: str, version: int) -> None:
     """Make the section's cover letter say Version: version; refuse to go
     back, and to go forward without a changelog for the new version."""
@@ -193,7 +180,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     sender = "%s <%s>" % (name, email)
     series_dir = os.path.abspath(args.series_dir)
     entries = series.read_series(series_dir)
-    sections = send_sections(entries, args.topics)
+    sections = series.topic_sections(entries, args.topics)
     if not sections:
         raise common.Failure("the series has no upstream-bound patch to send")
     to_list = getattr(args, "to_local_list", False)

@@ -322,3 +322,17 @@ def do_series(args: argparse.Namespace, results: common.Results) -> bool:
     n = len(read_series(os.path.abspath(args.series_dir)))
     results.passed("series", "%d patches listed, headers and names in order" % n)
     return True
+
+
+def topic_sections(entries: list[PatchEntry], topics: list[str]) -> list[str]:
+    """The upstream-bound sections of the chosen topics (all when none is
+    named), each topic followed by its KUnit follow-up, in series order:
+    what `lk send` and `lk list` work on."""
+    sections = upstream_sections(entries)
+    known = sorted({topic_of(x) for x in sections})
+    for t in topics:
+        if t not in known:
+            raise common.Failure(
+                "no topic %s in series; the topics are: %s" % (t, " ".join(known))
+            )
+    return [x for x in sections if not topics or topic_of(x) in topics]
