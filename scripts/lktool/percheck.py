@@ -285,7 +285,6 @@ class KeptResults:
     def for_run(
         cls,
         out: str,
-        tree: str,
         args: argparse.Namespace,
         own: set[str],
         targets: list[common.Target],
@@ -388,7 +387,7 @@ def build_each_patch(
     keep = None
     if not getattr(args, "rebuild", False):
         keep = KeptResults.for_run(
-            out, tree, args, own, list(targets) + list(arch_targets or ())
+            out, args, own, list(targets) + list(arch_targets or ())
         )
     n_kept = 0
     try:

@@ -285,9 +285,7 @@ class KeptPatchResults(unittest.TestCase):
         self.addCleanup(self.version.stop)
 
     def keeper(self, own=("f.c",)):
-        return percheck.KeptResults.for_run(
-            self.repo, self.repo, self.args, set(own), []
-        )
+        return percheck.KeptResults.for_run(self.repo, self.args, set(own), [])
 
     ROWS = [
         ("PASS", "build x86_64-defconfig: t/0001-f.patch", "make f.o"),
