@@ -10,6 +10,7 @@ from typing import Any, Callable, IO
 import fcntl
 import os
 import subprocess
+import threading
 import time
 
 from . import (
@@ -65,11 +66,20 @@ def finish(results: common.Results) -> int:
 
 class Stages:
     """Times the stages of `lk test` and prints them as a table at the end,
-    with the results each stage added."""
+    with the results each stage added.
+
+    A stage started with start() runs in a thread beside the stages after
+    it, with rows of its own; join() waits for it and adds them.  Its line
+    in the table says which stages it ran beside, and the total is the
+    time from the first stage to the end, not the sum of the lines.
+    """
 
     def __init__(self, results: common.Results) -> None:
         self.results = results
         self.rows: list[tuple[str, float, list[int]]] = []
+        self.t0 = time.time()
+        self.beside: dict[str, list[str]] = {}
+        self.running: list[Background] = []
 
     def run(
         self,
@@ -81,13 +91,18 @@ class Stages:
         """Run fn(); a listed exception becomes a FAIL row (fail_name, or
         the stage's name)."""
         common.log("stage: %s" % name)
+        for bg in self.running:
+            self.beside[bg.name].append(name)
         n0, t0 = len(self.results.rows), time.time()
         value = None
         try:
             value = fn()
         except exceptions as e:
             self.results.failed(fail_name or name, str(e))
-        rows = self.results.rows[n0:]
+        self.add_row(name, t0, self.results.rows[n0:])
+        return value
+
+    def add_row(self, name: str, t0: float, rows: list[tuple[str, str, str]]) -> None:
         self.rows.append(
             (
                 name,
@@ -96,17 +111,79 @@ class Stages:
             )
         )
         common.log("stage: %s took %ds" % (name, self.rows[-1][1]))
-        return value
+
+    def start(self, name: str, fn: Callable[[common.Results], Any]) -> Background:
+        """Start fn(results of its own) in a thread; join() it."""
+        common.log("stage: %s (beside the next stages)" % name)
+        bg = Background(name, fn)
+        self.beside[name] = []
+        self.running.append(bg)
+        return bg
+
+    def join(self, bg: Background) -> None:
+        """Wait for a stage start() began; its rows join the run's, its
+        exception is raised here."""
+        bg.thread.join()
+        self.running.remove(bg)
+        self.results.rows.extend(bg.results.rows)
+        self.add_row(bg.name, bg.t0, bg.results.rows)
+        if bg.error is not None:
+            raise bg.error
 
     def table(self) -> str:
         lines = ["stage times:"]
         for name, secs, (p, f, s) in self.rows:
-            lines.append(
-                "  %-10s %5ds  %4d passed, %d failed, %d skipped"
-                % (name, secs, p, f, s)
+            line = "  %-10s %5ds  %4d passed, %d failed, %d skipped" % (
+                name,
+                secs,
+                p,
+                f,
+                s,
             )
-        lines.append("  %-10s %5ds" % ("total", sum(r[1] for r in self.rows)))
+            if self.beside.get(name):
+                line += "  (beside %s)" % ", ".join(self.beside[name])
+            lines.append(line)
+        lines.append("  %-10s %5ds" % ("total", time.time() - self.t0))
         return "\n".join(lines)
+
+
+class Background:
+    """A stage running in a thread: its rows (printed as they come) and
+    the exception that stopped it, for Stages.join()."""
+
+    def __init__(self, name: str, fn: Callable[[common.Results], Any]) -> None:
+        self.name, self.t0 = name, time.time()
+        self.results = common.Results()
+        self.error: BaseException | None = None
+
+        def body() -> None:
+            try:
+                fn(self.results)
+            except BaseException as e:  # raised again by join()
+                self.error = e
+
+        self.thread = threading.Thread(target=body, name=name, daemon=True)
+        self.thread.start()
+
+
+class GuestsDone:
+    """What the guest lane has run, for the stages that wait for it:
+    wait() blocks until set() (or release(), when lk stops early)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.guests: list[str] = []
+
+    def set(self, guests: list[str]) -> None:
+        self.guests = list(guests)
+        self.event.set()
+
+    def release(self) -> None:
+        self.event.set()
+
+    def wait(self) -> list[str]:
+        self.event.wait()
+        return self.guests
 
 
 def cmd_test(args: argparse.Namespace) -> int:
@@ -170,6 +247,24 @@ def cmd_test(args: argparse.Namespace) -> int:
         lane = qemu_stages.GuestLane(
             args, fuzz_guests=() if args.no_fuzz else fuzz.CI_GUESTS
         )
+    kunit_done = False
+
+    def run_kunit() -> None:
+        for arch, configs in kunit.kunit_runs():
+            stages.run(
+                "kunit " + arch,
+                lambda: kunit.do_kunit(args, results, arch, configs),
+                common.Failure,
+                OSError,
+                subprocess.TimeoutExpired,
+                fail_name="kunit: " + arch,
+            )
+
+    # The tools' own tests start once the kernels are built, beside what
+    # is left of the guest lane (whose guests leave two thirds of the CPU
+    # idle); the groups that read the lane's guests wait for it.
+    guests_done = GuestsDone()
+    tests = None
     try:
         if not args.no_build:
             with boot.sigterm_kills_boots():
@@ -182,13 +277,27 @@ def cmd_test(args: argparse.Namespace) -> int:
                     OSError,
                 )
                 if lane:
+                    if not args.no_kunit:
+                        # Before the tools' tests: their KUnit cases build in
+                        # um's build directory too.
+                        run_kunit()
+                        kunit_done = True
+                    if not args.no_selftest:
+                        tests = stages.start(
+                            "selftest",
+                            lambda r: selftest.do_selftest(
+                                args, r, guests_done=guests_done.wait
+                            ),
+                        )
                     wait_for_guests = lane.finish
                     qemu_ran = (
                         stages.run("qemu", lambda: wait_for_guests(results)) or []
                     )
+                    guests_done.set(qemu_ran)
     finally:
         if lane:
             lane.abort()
+        guests_done.release()
     if qemu_ran:
         # What the guest lane has not fuzzed (none, unless it stopped).
         fuzzed = [
@@ -203,17 +312,11 @@ def cmd_test(args: argparse.Namespace) -> int:
                 common.Failure,
                 OSError,
             )
-    if not args.no_kunit:
-        for arch, configs in kunit.kunit_runs():
-            stages.run(
-                "kunit " + arch,
-                lambda: kunit.do_kunit(args, results, arch, configs),
-                common.Failure,
-                OSError,
-                subprocess.TimeoutExpired,
-                fail_name="kunit: " + arch,
-            )
-    if not args.no_selftest:
+    if not args.no_kunit and not kunit_done:
+        run_kunit()
+    if tests:
+        stages.join(tests)
+    elif not args.no_selftest:
         stages.run("selftest", lambda: selftest.do_selftest(args, results, qemu_ran))
     common.log(stages.table())
     common.log("test: finished in %ds" % (time.time() - t0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import bisect
 import os
@@ -28,12 +28,19 @@ SELFTEST_SCRIPTS = (
     ("lava", "selftest-lava"),
     ("mlist", "selftest-mlist"),
 )
+# The groups that read what the qemu stage of the run has done (its
+# guests' logs and results, LK_QEMU_STAGE_GUESTS) or boot guests of
+# their own to the second: beside the guest lane they wait for it.
+GUEST_GROUPS = ("qemu", "qemu-arm", "lava")
 # How the tests are run: the directory's __main__.py, then the group.
 TESTS = os.path.join("scripts", "lktool", "tests")
 
 
 def do_selftest(
-    args: argparse.Namespace, results: common.Results, qemu_ran: Sequence[str] = ()
+    args: argparse.Namespace,
+    results: common.Results,
+    qemu_ran: Sequence[str] = (),
+    guests_done: Callable[[], Sequence[str]] | None = None,
 ) -> None:
     """Run the tools' own tests and report each of them, then their static
     checks (lint.py).
@@ -48,12 +55,22 @@ def do_selftest(
     the longest.  qemu_ran names the guests whose
     listed selftests the qemu stage of this run has just run; the QEMU
     tests do not boot them for that again.
+
+    With guests_done, `lk test` starts the stage while its guest lane
+    still boots guests: the GUEST_GROUPS call guests_done() first, which
+    returns the guests the lane ran once it has finished, and the other
+    groups do not wait for it.
     """
     runs, errors = {}, []
 
     def one(script, tag):
         try:
-            runs[tag] = run_selftest_script(args, script, tag, qemu_ran)
+            ran: Sequence[str] = ()
+            if script in GUEST_GROUPS:
+                ran = guests_done() if guests_done else qemu_ran
+            elif not guests_done:
+                ran = qemu_ran
+            runs[tag] = run_selftest_script(args, script, tag, ran)
         except (OSError, common.Failure) as e:
             errors.append("%s: %s" % (tag, e))
 

@@ -3,6 +3,7 @@
 selftest stage."""
 
 import collections
+import contextlib
 import os
 import re
 import subprocess
@@ -21,6 +22,7 @@ from .. import (
     checkpatch,
     cli,
     common,
+    kunit,
     lint,
     percheck,
     pipeline,
@@ -135,7 +137,24 @@ class BuildLanes(unittest.TestCase):
 
 class TestStages(unittest.TestCase):
     """Where `lk test` runs checkpatch: beside the builds, or in the check
-    stage when it builds nothing; never twice, never not at all."""
+    stage when it builds nothing; never twice, never not at all.  Where
+    it boots guests and runs the tools' own tests."""
+
+    @staticmethod
+    def lk_test(argv, *fakes):
+        """`lk test ARGV` with the series checked and applied by fakes, and
+        each (module, name, value) of fakes patched in: (exit code, the
+        mock of common.log)."""
+        with contextlib.ExitStack() as stack:
+            d = stack.enter_context(tempfile.TemporaryDirectory())
+            for module, name, value in (
+                (series, "do_series", mock.Mock(return_value=True)),
+                (apply, "do_apply", mock.Mock(return_value=("/t", [], {}))),
+                (topics, "do_topics", mock.Mock()),
+            ) + fakes:
+                stack.enter_context(mock.patch.object(module, name, value))
+            log = stack.enter_context(mock.patch.object(common, "log"))
+            return cli.main(["--out", d, "test"] + list(argv)), log
 
     def checkpatch_runs(self, *flags):
         runs, topic_runs = [], []
@@ -148,25 +167,13 @@ class TestStages(unittest.TestCase):
             for task in side_tasks:
                 task(results)
 
-        with tempfile.TemporaryDirectory() as d, mock.patch.object(
-            series, "do_series", return_value=True
-        ), mock.patch.object(
-            apply, "do_apply", return_value=("/t", [], {})
-        ), mock.patch.object(
-            percheck, "do_check", fake_check
-        ), mock.patch.object(
-            build, "do_build", fake_build
-        ), mock.patch.object(
-            checkpatch, "do_checkpatch", lambda *a: runs.append("build")
-        ), mock.patch.object(
-            topics, "do_topics", lambda *a: topic_runs.append(len(runs))
-        ), mock.patch.object(
-            common, "log"
-        ):
-            cli.main(
-                ["--out", d, "test", "--no-qemu", "--no-kunit", "--no-selftest"]
-                + list(flags)
-            )
+        self.lk_test(
+            ["--no-qemu", "--no-kunit", "--no-selftest"] + list(flags),
+            (percheck, "do_check", fake_check),
+            (build, "do_build", fake_build),
+            (checkpatch, "do_checkpatch", lambda *a: runs.append("build")),
+            (topics, "do_topics", lambda *a: topic_runs.append(len(runs))),
+        )
         # the topics check runs once, whatever else is left out
         self.assertEqual(len(topic_runs), 1)
         return runs
@@ -199,24 +206,12 @@ class TestStages(unittest.TestCase):
         def fake_fuzz(args, results, guests, ci):
             events.append(("fuzz", guests, ci))
 
-        with tempfile.TemporaryDirectory() as d, mock.patch.object(
-            series, "do_series", return_value=True
-        ), mock.patch.object(
-            apply, "do_apply", return_value=("/t", [], {})
-        ), mock.patch.object(
-            build, "do_build", fake_build
-        ), mock.patch.object(
-            qemu_stages, "do_qemu", fake_qemu
-        ), mock.patch.object(
-            qemu_stages, "do_fuzz", fake_fuzz
-        ), mock.patch.object(
-            topics, "do_topics"
-        ), mock.patch.object(
-            common, "log"
-        ) as log:
-            code = cli.main(
-                ["--out", d, "test", "--no-check", "--no-kunit", "--no-selftest"]
-            )
+        code, log = self.lk_test(
+            ["--no-check", "--no-kunit", "--no-selftest"],
+            (build, "do_build", fake_build),
+            (qemu_stages, "do_qemu", fake_qemu),
+            (qemu_stages, "do_fuzz", fake_fuzz),
+        )
         self.assertEqual(code, 0)
         self.assertEqual(
             events, [("nice", 19), ("boot", ["i386"]), ("fuzz", ["i386"], True)]
@@ -224,6 +219,58 @@ class TestStages(unittest.TestCase):
         self.assertEqual(common.NICE, 0)
         table = [c.args[0] for c in log.call_args_list if "stage times" in c.args[0]]
         self.assertRegex(table[0], r"\n  qemu +\d+s +1 passed, 0 failed")
+
+    def test_the_tools_tests_start_beside_the_guest_lane(self):
+        """Once the kernels are built (and um's KUnit run, whose build
+        directory the tools' KUnit cases share), the selftest stage starts
+        while guests still boot; it is waited for at the end, and its rows
+        are counted in its own line."""
+        events = []
+        started = threading.Event()
+
+        def fake_build(args, results, side_tasks=(), on_built=None):
+            results.passed("build: i386")
+            on_built("i386")
+
+        def fake_qemu(args, results, guests, cache):
+            # The guest is still booting when the tests start.
+            self.assertTrue(started.wait(10), "the selftest stage did not start")
+            events.append("boot done")
+            results.passed("qemu %s: boot" % guests[0])
+
+        def fake_kunit(args, results, arch, configs):
+            events.append("kunit")
+            results.passed("kunit %s: suite" % arch)
+            return True
+
+        def fake_selftest(args, results, qemu_ran=(), guests_done=None):
+            events.append("selftest started")
+            started.set()
+            events.append(("selftest heard", guests_done()))
+            results.passed("selftest: one")
+            results.passed("selftest: two")
+
+        code, log = self.lk_test(
+            ["--no-check", "--no-fuzz"],
+            (build, "do_build", fake_build),
+            (qemu_stages, "do_qemu", fake_qemu),
+            (kunit, "kunit_runs", mock.Mock(return_value=[("um", ["all"])])),
+            (kunit, "do_kunit", fake_kunit),
+            (selftest, "do_selftest", fake_selftest),
+        )
+        self.assertEqual(code, 0)
+        self.assertEqual(
+            events,
+            ["kunit", "selftest started", "boot done", ("selftest heard", ["i386"])],
+        )
+        table = [c.args[0] for c in log.call_args_list if "stage times" in c.args[0]]
+        self.assertRegex(
+            table[0],
+            r"\n  selftest +\d+s +2 passed, 0 failed, 0 skipped  \(beside qemu\)\n",
+        )
+        self.assertRegex(table[0], r"\n  qemu +\d+s +1 passed, 0 failed")
+        summary = [c.args[0] for c in log.call_args_list if " passed, " in c.args[0]]
+        self.assertEqual(summary[-1], "5 passed, 0 failed")
 
 
 class Progress(unittest.TestCase):
@@ -358,6 +405,19 @@ class SelftestOutput(unittest.TestCase):
             selftest.report_selftest_script(results, "lk", "selftest", rc, logfile)
         return results
 
+    @staticmethod
+    def run_groups(fake_run, **kw):
+        """do_selftest(**kw) with each group's run faked by fake_run."""
+        results = common.Results()
+        with tempfile.TemporaryDirectory() as out, mock.patch.object(
+            common, "run_watched", fake_run
+        ), mock.patch.object(
+            lint, "do_lint", lambda args, results: results.passed("lint: all")
+        ):
+            args = collections.namedtuple("Args", "out quick")(out, True)
+            selftest.do_selftest(args, results, **kw)
+        return results
+
     def test_every_script_runs_and_hears_which_guests_booted(self):
         seen = {}
 
@@ -370,14 +430,7 @@ class SelftestOutput(unittest.TestCase):
                 )
             return subprocess.CompletedProcess(cmd, 0)
 
-        results = common.Results()
-        with tempfile.TemporaryDirectory() as out, mock.patch.object(
-            common, "run_watched", fake_run
-        ), mock.patch.object(
-            lint, "do_lint", lambda args, results: results.passed("lint: all")
-        ):
-            args = collections.namedtuple("Args", "out quick")(out, True)
-            selftest.do_selftest(args, results, ["x86_64", "i386"])
+        results = self.run_groups(fake_run, qemu_ran=["x86_64", "i386"])
         self.assertEqual(
             seen,
             {
@@ -406,6 +459,50 @@ class SelftestOutput(unittest.TestCase):
                 "selftest-mlist: mlist.test_a",
                 "lint: all",
             ],
+        )
+        self.assertRegex(results.summary(), r"^10 passed, 0 failed")
+
+    def test_guest_groups_wait_for_the_lane_and_the_others_do_not(self):
+        """Beside the guest lane (guests_done given): the groups that read
+        the lane's guests start once it returns, the others at once."""
+        seen = {}
+        others = [
+            t for s, t in selftest.SELFTEST_SCRIPTS if s not in selftest.GUEST_GROUPS
+        ]
+        all_others = threading.Event()
+        lock = threading.Lock()
+
+        def fake_run(cmd, logfile, label, *args, env=None, **kw):
+            with lock:
+                seen[label] = (all_others.is_set(), env["LK_QEMU_STAGE_GUESTS"])
+                if all(t in seen for t in others):
+                    all_others.set()
+            with open(logfile, "a") as f:
+                f.write(
+                    "test_a (__main__.%s.test_a) ... ok\n" % label.rpartition("-")[2]
+                    + ran(1)
+                )
+            return subprocess.CompletedProcess(cmd, 0)
+
+        def guests_done():
+            # The lane ends only once every other group has started.
+            self.assertTrue(all_others.wait(10), "a group waited for the lane")
+            return ["x86_64"]
+
+        results = self.run_groups(fake_run, guests_done=guests_done)
+        self.assertEqual(
+            seen,
+            {
+                "selftest": (False, ""),
+                "selftest-broken": (False, ""),
+                "selftest-broken-series": (False, ""),
+                "selftest-qemu": (True, "x86_64"),
+                "selftest-qemu-arm": (True, "x86_64"),
+                "selftest-fuzz": (False, ""),
+                "selftest-bench": (False, ""),
+                "selftest-lava": (True, "x86_64"),
+                "selftest-mlist": (False, ""),
+            },
         )
         self.assertRegex(results.summary(), r"^10 passed, 0 failed")
 
