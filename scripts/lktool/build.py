@@ -129,7 +129,7 @@ KEPT_BUILD_NOTE = (
 class KeptBuild:
     """A full build that a later `lk test` may use instead of building
     again: the build directory's .lk-kept.json records the key of the
-    build's inputs (the tree, the target, its goals, kept.inputs_digest()
+    build's inputs (the tree, the target, its goals, kept.inputs_digest("build")
     and the compilers' versions), the sha256 of its .config, the size and
     mtime of each product of the goals (vmlinux, bzImage, linux ...) and
     the warnings the build printed.  It holds while every one of those
@@ -146,7 +146,7 @@ class KeptBuild:
         self.t, self.build_dir, self.goals = t, build_dir, goals
         self.path = os.path.join(build_dir, self.NAME)
         h = hashlib.sha256()
-        h.update(kept.inputs_digest().encode() + b"\0")
+        h.update(kept.inputs_digest("build").encode() + b"\0")
         h.update(kept.toolchain_id([t]).encode() + b"\0")
         h.update(common.git(["rev-parse", "HEAD^{tree}"], cwd=tree).encode())
         h.update(("\0%s\0%s" % (t["name"], " ".join(goals))).encode())

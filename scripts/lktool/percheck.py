@@ -290,7 +290,7 @@ class KeptResults:
         targets: list[common.Target],
     ) -> KeptResults:
         h = hashlib.sha256()
-        h.update(kept.inputs_digest().encode() + b"\0")
+        h.update(kept.inputs_digest("percheck").encode() + b"\0")
         h.update(kept.toolchain_id(targets).encode() + b"\0")
         h.update(("%s\0%s\0" % (args.bisect, sorted(own))).encode())
         return cls(os.path.join(out, "cache", "percheck"), h.hexdigest())

@@ -323,20 +323,32 @@ class KeptPatchResults(unittest.TestCase):
         self.addCleanup(shutil.rmtree, top)
         files = [
             "scripts/lktool/percheck.py",
+            "scripts/lktool/build.py",
+            "scripts/lktool/warns.py",
             "configs/targets/x86_64-defconfig.conf",
             "configs/fragments/compat.config",
             "configs/matrix/bisect",
         ]
         for f in files:
-            write(os.path.join(top, f), "one\n")
+            write(os.path.join(top, f), "one = 1\n")
+        # percheck imports build, which imports warns: all three are its
+        # code.  The QEMU harness is not.
+        write(
+            os.path.join(top, files[0]),
+            "from . import build  # one\nfrom .common import log\n",
+        )
+        write(os.path.join(top, files[1]), "from .warns import x  # one\n")
         with mock.patch.object(common, "TOP", top):
             bases = {self.keeper().base}
             for f in files:
-                write(os.path.join(top, f), "two\n")
+                with open(os.path.join(top, f), "a") as out:
+                    out.write("# two\n")
                 bases.add(self.keeper().base)
-            # Not an input: the tool's tests.
-            write(os.path.join(top, "scripts/lktool/tests/x_test.py"), "")
-            bases.add(self.keeper().base)
+            # Not inputs: the tool's tests, a module percheck does not
+            # import.
+            for f in ("tests/x_test.py", "qemu.py"):
+                write(os.path.join(top, "scripts/lktool", f), "three = 3\n")
+                bases.add(self.keeper().base)
         self.assertEqual(len(bases), len(files) + 1)
 
     def test_a_failure_is_not_kept(self):
