@@ -217,18 +217,6 @@ def boot(
         )
         logf.flush()
         t0 = time.monotonic()
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        RUNNING.add(proc)
-        assert proc.stdout is not None and proc.stderr is not None
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        sel.register(proc.stderr, selectors.EVENT_READ)
         deadline = t0 + limit
         progress = BootProgress(guest["name"], token, len(expected), t0)
         killed = None
@@ -236,7 +224,21 @@ def boot(
         start_at = done_at = None
         tail, err = b"", b""
         finished = False
+        sel = selectors.DefaultSelector()
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        # Nothing between the start and the try: a SIGTERM there (qemu
+        # may already run its first instructions) would leave it running.
         try:
+            RUNNING.add(proc)
+            assert proc.stdout is not None and proc.stderr is not None
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            sel.register(proc.stderr, selectors.EVENT_READ)
             while sel.get_map():
                 now = time.monotonic()
                 progress.tick(now)
@@ -288,8 +290,9 @@ def boot(
             except subprocess.TimeoutExpired:
                 pass
             RUNNING.discard(proc)
-            proc.stdout.close()
-            proc.stderr.close()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe:
+                    pipe.close()
             elapsed = time.monotonic() - t0
             logf.write(b"\n")
             for l in err.decode("utf-8", "replace").splitlines():

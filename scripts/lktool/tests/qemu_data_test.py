@@ -6,9 +6,11 @@ import io
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from .. import boot, common, qemu, qemu_conf, serial, userspace, verdict
@@ -17,10 +19,12 @@ from .qemu_support import (
     canned,
     judge,
     one_test,
+    process_state,
     row,
     sigterm_while_booting,
     sleeping_qemu,
     statuses,
+    stop,
 )
 from .support import HERE
 
@@ -511,3 +515,37 @@ class Interrupted(unittest.TestCase):
             sigterm_while_booting(self, code, pidfile)
             with open(log) as f:
                 self.assertRegex(f.read(), r"end status=-9 killed=interrupted ")
+
+    def test_sigterm_as_soon_as_qemu_runs_kills_it(self):
+        """On a loaded machine the signal can come while boot() has just
+        started qemu and not yet begun to watch it: qemu is killed all
+        the same.  (Here the signal comes the moment boot() records the
+        process.)"""
+        with tempfile.TemporaryDirectory() as d:
+            fake, pidfile, kernel, log = sleeping_qemu(d)
+            code = (
+                "import os, signal, sys, time; sys.path.insert(0, %r)\n"
+                "from lktool import boot, qemu_conf\n"
+                "class Now(set):\n"
+                "    def add(self, proc):\n"
+                "        set.add(self, proc)\n"
+                "        while not os.path.exists(%r) or not os.path.getsize(%r):\n"
+                "            time.sleep(0.01)\n"
+                "        os.kill(os.getpid(), signal.SIGTERM)\n"
+                "        time.sleep(5)\n"
+                "boot.RUNNING = Now()\n"
+                "g = qemu_conf.load_guest('i386', overrides={'qemu': %r})\n"
+                "boot.boot(g, %r, '/rd', %r, limit=300)\n"
+                % (HERE, pidfile, pidfile, fake, kernel, log)
+            )
+            p = subprocess.Popen([sys.executable, "-c", code])
+            self.addCleanup(p.kill)
+            self.assertEqual(p.wait(timeout=60), 128 + signal.SIGTERM)
+            with open(pidfile) as f:
+                qemu_pid = int(f.read())
+            self.addCleanup(stop, qemu_pid)
+            for _ in range(100):
+                if process_state(qemu_pid) in (None, "Z"):
+                    break
+                time.sleep(0.05)
+            self.assertIn(process_state(qemu_pid), (None, "Z"), "qemu still runs")
