@@ -16,7 +16,7 @@ import shutil
 import threading
 import time
 
-from . import apply, common, kbuild, kept, kunit, targetconf, warns
+from . import apply, common, kbuild, kept, kunit, systable, targetconf, warns
 
 
 # A line of make's output for one compiled, assembled or linked file.
@@ -379,6 +379,9 @@ def do_build(
     join the results, first lane first, once both lanes are done.
     on_built(name) is called after each full build whose build row
     passed (`lk test` boots its guests then, qemu_stages.GuestLane).
+    After a build that passed, the system call tables the target's
+    syscall_tables names are read back from their objects
+    (systable.report(): a row each).
     """
     tree = apply.applied_tree(args)
     names = args.target or targetconf.matrix(args.matrix)
@@ -420,9 +423,12 @@ def do_build(
             stamp=stamp,
             keep=getattr(args, "keep_builds", False),
         )
-        if on_built and ("PASS", "build: " + name) in (
-            r[:2] for r in lane_results.rows[n0:]
-        ):
+        built = ("PASS", "build: " + name) in (r[:2] for r in lane_results.rows[n0:])
+        if built:
+            systable.report(
+                t, os.path.join(common.out_dir(args), "build", name), lane_results
+            )
+        if on_built and built:
             on_built(name)
 
     partial = [

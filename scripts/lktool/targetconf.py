@@ -8,7 +8,7 @@ import hashlib
 import os
 import re
 
-from . import common, series
+from . import common, series, systable
 
 
 def targets_dir() -> str:
@@ -35,6 +35,8 @@ def load_target(name: str) -> common.Target:
     t["ci_goals"] = t["ci_goals"].split() if "ci_goals" in t else None
     t["bisect"] = t.get("bisect", "no") == "yes"
     t["baseline_fails"] = t.get("baseline_fails", "").split()
+    t.setdefault("syscall_tables", "")
+    systable.parse_tables(t["syscall_tables"])  # a malformed one fails here
     return t
 
 

@@ -29,6 +29,7 @@ from .. import (
     qemu_stages,
     selftest,
     series,
+    systable,
     targetconf,
     topics,
 )
@@ -92,9 +93,24 @@ class BuildLanes(unittest.TestCase):
             build, "build_target", fake_build
         ), mock.patch.object(
             common, "log"
+        ), mock.patch.object(
+            systable, "report", lambda t, d, r: self.read_back.append((t["name"], d))
         ):
             build.do_build(args, results, side_tasks)
         return calls, [r[1] for r in results.rows]
+
+    def setUp(self):
+        self.read_back = []
+
+    def test_the_tables_are_read_back_after_each_build(self):
+        self.run_build(["x86_64", "arm"])
+        self.assertEqual(
+            sorted(self.read_back),
+            [
+                ("arm", "/nonexistent/build/arm"),
+                ("x86_64", "/nonexistent/build/x86_64"),
+            ],
+        )
 
     def test_partial_builds_and_side_tasks_run_beside_the_full_ones(self):
         seen = []
