@@ -10,16 +10,16 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 from .. import boot, common, qemu, qemu_conf, serial, userspace, verdict
 from .qemu_support import (
     TOKEN,
+    assert_gone,
+    boot_code,
     canned,
     judge,
     one_test,
-    process_state,
     row,
     sigterm_while_booting,
     sleeping_qemu,
@@ -506,12 +506,7 @@ class Interrupted(unittest.TestCase):
     def test_sigterm_kills_qemu(self):
         with tempfile.TemporaryDirectory() as d:
             fake, pidfile, kernel, log = sleeping_qemu(d)
-            code = (
-                "import sys; sys.path.insert(0, %r)\n"
-                "from lktool import boot, qemu_conf\n"
-                "g = qemu_conf.load_guest('i386', overrides={'qemu': %r})\n"
-                "boot.boot(g, %r, '/rd', %r, limit=300)\n" % (HERE, fake, kernel, log)
-            )
+            code = boot_code(HERE, fake, kernel, log)
             sigterm_while_booting(self, code, pidfile)
             with open(log) as f:
                 self.assertRegex(f.read(), r"end status=-9 killed=interrupted ")
@@ -523,9 +518,7 @@ class Interrupted(unittest.TestCase):
         process.)"""
         with tempfile.TemporaryDirectory() as d:
             fake, pidfile, kernel, log = sleeping_qemu(d)
-            code = (
-                "import os, signal, sys, time; sys.path.insert(0, %r)\n"
-                "from lktool import boot, qemu_conf\n"
+            now = (
                 "class Now(set):\n"
                 "    def add(self, proc):\n"
                 "        set.add(self, proc)\n"
@@ -533,19 +526,13 @@ class Interrupted(unittest.TestCase):
                 "            time.sleep(0.01)\n"
                 "        os.kill(os.getpid(), signal.SIGTERM)\n"
                 "        time.sleep(5)\n"
-                "boot.RUNNING = Now()\n"
-                "g = qemu_conf.load_guest('i386', overrides={'qemu': %r})\n"
-                "boot.boot(g, %r, '/rd', %r, limit=300)\n"
-                % (HERE, pidfile, pidfile, fake, kernel, log)
+                "boot.RUNNING = Now()\n" % (pidfile, pidfile)
             )
+            code = boot_code(HERE, fake, kernel, log, before=now)
             p = subprocess.Popen([sys.executable, "-c", code])
             self.addCleanup(p.kill)
             self.assertEqual(p.wait(timeout=60), 128 + signal.SIGTERM)
             with open(pidfile) as f:
                 qemu_pid = int(f.read())
             self.addCleanup(stop, qemu_pid)
-            for _ in range(100):
-                if process_state(qemu_pid) in (None, "Z"):
-                    break
-                time.sleep(0.05)
-            self.assertIn(process_state(qemu_pid), (None, "Z"), "qemu still runs")
+            assert_gone(self, qemu_pid)

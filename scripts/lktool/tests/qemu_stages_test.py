@@ -11,7 +11,7 @@ import unittest
 from unittest import mock
 
 from .. import apply, boot, common, fuzz, kunit, qemu, qemu_stages
-from .qemu_support import sigterm_while_booting, sleeping_qemu
+from .qemu_support import boot_code, sigterm_while_booting, sleeping_qemu
 
 
 class InProcessStages(unittest.TestCase):
@@ -389,14 +389,5 @@ class Lane(unittest.TestCase):
         here = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
         with tempfile.TemporaryDirectory() as d:
             fake, pidfile, kernel, log = sleeping_qemu(d)
-            code = (
-                "import sys, threading, time; sys.path.insert(0, %r)\n"
-                "from lktool import boot, qemu_conf\n"
-                "g = qemu_conf.load_guest('i386', overrides={'qemu': %r})\n"
-                "t = threading.Thread(target=boot.boot, args=(g, %r, '/rd', %r),\n"
-                "                     kwargs={'limit': 300}, daemon=True)\n"
-                "with boot.sigterm_kills_boots():\n"
-                "    t.start()\n"
-                "    time.sleep(300)\n" % (here, fake, kernel, log)
-            )
+            code = boot_code(here, fake, kernel, log, in_thread=True)
             sigterm_while_booting(self, code, pidfile)

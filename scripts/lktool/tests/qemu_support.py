@@ -178,11 +178,41 @@ def sigterm_while_booting(testcase, code, pidfile):
     testcase.addCleanup(stop, qemu_pid)
     p.terminate()
     testcase.assertEqual(p.wait(timeout=60), 128 + signal.SIGTERM)
-    for _ in range(100):  # SIGKILLed: dead at once, gone once reaped
+    assert_gone(testcase, qemu_pid)
+
+
+def assert_gone(testcase, qemu_pid):
+    """qemu_pid no longer runs (SIGKILLed: dead at once, gone once
+    reaped)."""
+    for _ in range(100):
         if process_state(qemu_pid) in (None, "Z"):
             break
         time.sleep(0.05)
     testcase.assertIn(process_state(qemu_pid), (None, "Z"), "qemu still runs")
+
+
+def boot_code(here, fake, kernel, log, before="", in_thread=False):
+    """Python code that boots the i386 guest with the fake qemu (for a
+    process of its own, which a test then signals); `before` runs first,
+    with os, signal, sys, time and lktool's boot imported.  in_thread:
+    the boot runs in a thread while the main thread sleeps, as `lk test`
+    boots guests beside its builds."""
+    boot = "boot.boot(g, %r, '/rd', %r, limit=300)\n" % (kernel, log)
+    if in_thread:
+        boot = (
+            "import threading\n"
+            "t = threading.Thread(target=boot.boot, args=(g, %r, '/rd', %r),\n"
+            "                     kwargs={'limit': 300}, daemon=True)\n"
+            "with boot.sigterm_kills_boots():\n"
+            "    t.start()\n"
+            "    time.sleep(300)\n" % (kernel, log)
+        )
+    return (
+        "import os, signal, sys, time; sys.path.insert(0, %r)\n"
+        "from lktool import boot, qemu_conf\n%s"
+        "g = qemu_conf.load_guest('i386', overrides={'qemu': %r})\n%s"
+        % (here, before, fake, boot)
+    )
 
 
 def process_state(pid):
