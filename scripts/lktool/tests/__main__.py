@@ -42,6 +42,7 @@ GROUPS = {
         "kunit_test",
         "checkpatch_test",
         "kept_test",
+        "trailers_test",
     ),
     "broken": ("broken_test.BrokenBuilds",),
     "broken-series": ("broken_test.BrokenSeries",),
