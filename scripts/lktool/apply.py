@@ -12,7 +12,7 @@ import re
 import shutil
 import threading
 
-from . import basetree, common, series
+from . import basetree, common, series, trailers
 
 
 def git_env() -> dict[str, str]:
@@ -338,6 +338,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             cwd=tree,
             capture=True,
         ).stdout
+        dropped = trailers.dropped(os.path.join(pdir, e.path), text)
+        if dropped:
+            common.log(
+                "export: patches/%s: the commit lacks %s, which patches/%s had "
+                "(lk export --trailers): add it to the commit if it still holds"
+                % (names[k], "; ".join(dropped), e.path)
+            )
         os.makedirs(os.path.join(pdir, d), exist_ok=True)
         with open(os.path.join(pdir, names[k]), "w") as f:
             f.write(text)

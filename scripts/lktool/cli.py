@@ -35,7 +35,8 @@ Stages:
             (--to-local-list: and send them to the list of `lk list`)
   list      a mailing list of our own on 127.0.0.1 (exim4, public-inbox) for
             the topics' lists, to try sending before the real lists
-  export    regenerate patches/ from a kernel branch (v4.20..prereq..HEAD)
+  export    regenerate patches/ from a kernel branch (v4.20..prereq..HEAD);
+            --trailers TOPIC: add a review's trailers from the b4 prep branches
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from . import (
     selftest,
     send,
     series,
+    trailers,
     warns,
 )
 
@@ -127,6 +129,20 @@ def do_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def do_export(args: argparse.Namespace) -> int:
+    """lk export TREE, or lk export --trailers TOPIC."""
+    if bool(args.tree) == bool(args.trailers):
+        raise common.Failure(
+            "name a kernel tree (lk export TREE) or, for the trailers of a "
+            "review, topics (lk export --trailers TOPIC), not both or neither"
+        )
+    if args.trailers:
+        return trailers.cmd_export_trailers(
+            send.workspace_of(args), os.path.abspath(args.series_dir), args.trailers
+        )
+    return apply.cmd_export(args)
+
+
 # The other commands: what each runs, which returns the exit status.
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "deps": do_deps,
@@ -137,7 +153,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "test": pipeline.cmd_test,
     "send": send.cmd_send,
     "list": mlist.cmd_list,
-    "export": apply.cmd_export,
+    "export": do_export,
 }
 
 # The commands that hold the work directory's lock while they run.
@@ -476,7 +492,15 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser(
         "export", help="regenerate patches/ from a kernel branch (v4.20..prereq..HEAD)"
     )
-    s.add_argument("tree", help="kernel git tree with v4.20, prereq, HEAD")
+    s.add_argument("tree", nargs="?", help="kernel git tree with v4.20, prereq, HEAD")
+    s.add_argument(
+        "--trailers",
+        action="append",
+        metavar="TOPIC",
+        help="instead of a tree: add the review trailers that b4 trailers -u "
+        "collected in the topic's b4 prep branches (lk send's) to patches/ "
+        "(repeatable)",
+    )
     args = p.parse_args(argv)
     ccache_env(os.environ)
     try:

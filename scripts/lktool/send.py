@@ -114,6 +114,26 @@ def cover_message(
     return text
 
 
+def signed_by(msg: str, sender: str) -> str:
+    """A patch's commit message signed off by the sender instead of the
+    project: the sender's Signed-off-by: last in the trailer block that
+    held the project's (after the trailers the patch carries: Cc:, Fixes:,
+    a review's), else in a paragraph of its own after the message."""
+    own = "Signed-off-by: " + series.PROJECT_IDENT
+    lines = msg.rstrip().split("\n")
+    blank = [i for i, l in enumerate(lines) if not l.strip()]
+    last = blank[-1] + 1 if blank else len(lines)
+    block = [l.strip() for l in lines[last:]]
+    in_block = own in block and any(l != own for l in block)
+    lines = [l for l in lines if l.strip() != own]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return (
+        "\n".join(lines + ([] if in_block else [""]) + ["Signed-off-by: " + sender])
+        + "\n"
+    )
+
+
 def b4_env(workspace: str) -> dict[str, str]:
     """b4's environment: no user or system git configuration (the
     workspace's own holds the sender), and an SMTP setting so that
@@ -171,6 +191,12 @@ def b4_am_tree(repo: str, start: str, mail_dir: str, env: dict[str, str]) -> str
             return topics.am_tree(repo, start, f.read())
 
 
+def workspace_of(args: argparse.Namespace) -> str:
+    """lk send's clone of the applied tree, which holds the b4 prep
+    branches."""
+    return os.path.join(common.out_dir(args), "send")
+
+
 def cmd_send(args: argparse.Namespace) -> int:
     """Prepare each topic as a b4 prep branch on plain v4.20 and write its
     mails with `b4 send -o`; with --to-local-list, send them to the local
@@ -203,7 +229,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     results = common.Results()
     # The workspace: a clone of the applied tree that holds the b4 prep
     # branches, under the sender's identity, for `b4 send` to use later.
-    ws = os.path.join(out, "send")
+    ws = workspace_of(args)
     if not os.path.isdir(os.path.join(ws, ".git")):
         if os.path.exists(ws):
             shutil.rmtree(ws)
@@ -304,14 +330,7 @@ def cmd_send(args: argparse.Namespace) -> int:
                         (r.stdout + r.stderr).strip(),
                     )
                 )
-            msg = common.git(["log", "-1", "--format=%B"], cwd=ws)
-            msg = re.sub(
-                r"^Signed-off-by: %s\n?" % re.escape(series.PROJECT_IDENT),
-                "",
-                msg,
-                flags=re.M,
-            ).rstrip()
-            msg += "\n\nSigned-off-by: %s\n" % sender
+            msg = signed_by(common.git(["log", "-1", "--format=%B"], cwd=ws), sender)
             msg = mlist.with_trailers(msg, collected)
             common.run(
                 ["git", "commit", "-q", "--amend", "--reset-author", "-F", "-"],

@@ -43,6 +43,7 @@ GROUPS = {
         "checkpatch_test",
         "kept_test",
         "systable_test",
+        "trailers_test",
     ),
     "broken": ("broken_test.BrokenBuilds",),
     "broken-series": ("broken_test.BrokenSeries",),

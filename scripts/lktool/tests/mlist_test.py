@@ -3,6 +3,7 @@
 list's pieces on canned input, the servers themselves, and the round trip
 of a real topic through them, asserted from what the archive serves."""
 
+import email.policy
 import email.utils
 import glob
 import json
@@ -21,7 +22,7 @@ import unittest
 from email.message import EmailMessage
 
 from .. import basetree, common, mlist, series, topics
-from .support import LK, QUICK, TOP, have_base, write
+from .support import IDENT, LK, QUICK, TOP, have_base, snapshot, write
 
 # The topic of the round trip: the smallest, with its KUnit follow-up.
 TOPIC = "binderfs"
@@ -728,6 +729,91 @@ class RoundTrip(unittest.TestCase):
             "1",
             TOPIC,
         )
+
+    def test_3b_export_brings_the_trailers_into_patches(self):
+        entries = [e for e in series.read_series(self.series) if e.section == TOPIC]
+        reviewed = os.path.join("patches", entries[1].path)
+        before = snapshot(self.series)
+        self.assertNotIn(b"Reviewed-by:", before[reviewed], "test_3 reviews v1")
+        old_tree = self.series_tree(TOPIC, TOPIC + "/kunit")
+        # bad input: nothing written
+        code, out = self.lk("export", "--trailers", "nosuchtopic")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("lk export: no topic nosuchtopic in series", out)
+        self.assertEqual(snapshot(self.series), before)
+        # a patch that changed since v2 was sent: refused, nothing written
+        first = os.path.join(self.series, "patches", entries[0].path)
+        changed = before[os.path.join("patches", entries[0].path)].replace(
+            b"\n\n", b"\n\nReworded. ", 1
+        )
+        with open(first, "wb") as f:
+            f.write(changed)
+        code, out = self.lk("export", "--trailers", TOPIC)
+        self.assertNotEqual(code, 0, out)
+        self.assertIn(
+            "b4/%s no longer matches patches/%s/: its commit message of patch 1 "
+            "(patches/%s) changed since lk send made the branch"
+            % (TOPIC, TOPIC, entries[0].path),
+            out,
+        )
+        self.assertEqual(
+            snapshot(self.series),
+            dict(before, **{os.path.join("patches", entries[0].path): changed}),
+        )
+        with open(first, "wb") as f:
+            f.write(before[os.path.join("patches", entries[0].path)])
+        # The export: patch 2/3 gets the review's trailers above the
+        # project's sign-off; every other file stays as it was.
+        code, out = self.lk("export", "--trailers", TOPIC)
+        self.assertEqual(code, 0, out)
+        self.assertIn("export: %s: + Reviewed-by: %s\n" % (reviewed, REVIEWER), out)
+        after = snapshot(self.series)
+        sob = ("\nSigned-off-by: %s\n---\n" % IDENT).encode()
+        self.assertEqual(before[reviewed].count(sob), 1)
+        self.assertEqual(
+            after,
+            dict(
+                before,
+                **{
+                    reviewed: before[reviewed].replace(
+                        sob,
+                        (
+                            "\nReviewed-by: %s\nTested-by: %s" % (REVIEWER, REVIEWER)
+                        ).encode("utf-8")
+                        + sob,
+                    )
+                },
+            ),
+        )
+        # again: nothing to add, nothing added twice
+        code, out = self.lk("export", "--trailers", TOPIC)
+        self.assertEqual(code, 0, out)
+        self.assertIn("export: no trailers to bring", out)
+        self.assertEqual(snapshot(self.series), after)
+        # lk series passes, the patches give the same tree, and lk send
+        # makes v2 from them with the trailers once, above the sender's
+        # sign-off (its checks: git am and b4 am of the mails, checkpatch)
+        code, out = self.lk("series")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(self.series_tree(TOPIC, TOPIC + "/kunit"), old_tree)
+        code, out = self.lk("send", TOPIC)
+        self.assertEqual(code, 0, out)
+        mails = sorted(glob.glob(os.path.join(self.out, "outgoing", TOPIC, "*.eml")))
+        self.assertEqual(len(mails), 4, mails)
+        for i, path in enumerate(mails[1:], 1):
+            self.assertEqual(
+                self.mail_text(path).count("Reviewed-by:"), int(i == 2), path
+            )
+        self.assertIn(
+            "\nReviewed-by: %s\nTested-by: %s\nSigned-off-by: %s <%s>\n---\n"
+            % (REVIEWER, REVIEWER, SENDER[0], SENDER[1]),
+            self.mail_text(mails[2]),
+        )
+
+    def mail_text(self, path):
+        with open(path, "rb") as f:
+            msg = email.message_from_binary_file(f, policy=email.policy.default)
+        return msg.get_body().get_content()
 
     def test_4_trailing_whitespace_stops_the_sending(self):
         path = glob.glob(os.path.join(self.series, "patches", TOPIC, "0003-*.patch"))[0]

@@ -29,6 +29,17 @@ def read(path):
         return f.read()
 
 
+def snapshot(top):
+    """{path under top: bytes} of every file under top."""
+    out = {}
+    for root, _, files in os.walk(top):
+        for fn in files:
+            path = os.path.join(root, fn)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, top)] = f.read()
+    return out
+
+
 def repo_git(repo, *args, **kw):
     """git in a test repository, committing as the project identity;
     returns its output."""
