@@ -31,7 +31,9 @@ def host_line(token: str, text: str) -> str:
 def qemu_command(
     guest: common.Guest, kernel: str, initramfs: str, token: str, append: str = ""
 ) -> list[str]:
-    """The qemu command line: TCG, serial console on stdio, no reboot."""
+    """The qemu command line: TCG, serial console on stdio, no reboot.
+    The guest's console_port-th serial port is stdio, those before it
+    are connected to nothing."""
     cmdline = " ".join(
         x
         for x in (
@@ -45,27 +47,16 @@ def qemu_command(
         )
         if x
     )
-    return [
-        guest["qemu"],
-        "-accel",
-        guest["accel"],
-        "-nographic",
-        "-no-reboot",
-        "-monitor",
-        "none",
-        "-serial",
-        "stdio",
-        "-m",
-        str(guest["memory"]),
-        "-smp",
-        str(guest["smp"]),
-        "-kernel",
-        kernel,
-        "-initrd",
-        initramfs,
-        "-append",
-        cmdline,
-    ] + guest["qemu_args"]
+    before = ["-serial", "null"] * guest.get("console_port", 0)
+    return (
+        [guest["qemu"], "-accel", guest["accel"], "-nographic", "-no-reboot"]
+        + ["-monitor", "none"]
+        + before
+        + ["-serial", "stdio", "-m", str(guest["memory"])]
+        + ["-smp", str(guest["smp"]), "-kernel", kernel, "-initrd", initramfs]
+        + ["-append", cmdline]
+        + guest["qemu_args"]
+    )
 
 
 def wall_limit(
@@ -198,7 +189,9 @@ def boot(
         raise common.Failure(why)
     if not shutil.which(guest["qemu"]):
         raise common.Failure(
-            "%s is not installed; see scripts/packages.txt" % guest["qemu"]
+            "%s is not installed; see scripts/packages.txt (for the guests "
+            "outside CI scripts/packages-full.txt: scripts/lk deps --full)"
+            % guest["qemu"]
         )
     cmd = qemu_command(guest, kernel, initramfs, token, append)
     os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)

@@ -7,6 +7,7 @@ Every stage prints PASS/FAIL/SKIP lines and `test` ends with a summary line
 
 Stages:
   deps      install the Debian packages in scripts/packages.txt
+            (--full: and scripts/packages-full.txt)
   base      find (or download and verify) the v4.20 base tree
   series    check the series file and the patch headers
   apply     git am the series onto a fresh branch in a separate work tree
@@ -196,7 +197,8 @@ def ccache_env(env: MutableMapping[str, str]) -> None:
     env.setdefault("CCACHE_NOHASHDIR", "1")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """lk's command line: its options and subcommands."""
     p = argparse.ArgumentParser(
         prog="lk",
         description=__doc__,
@@ -216,7 +218,15 @@ def main(argv: list[str] | None = None) -> int:
         help="never download the base tree from kernel.org",
     )
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("deps", help="install the Debian packages of scripts/packages.txt")
+    s = sub.add_parser(
+        "deps", help="install the Debian packages of scripts/packages.txt"
+    )
+    s.add_argument(
+        "--full",
+        action="store_true",
+        help="also those of scripts/packages-full.txt (the guests that "
+        "only `lk test --full` boots)",
+    )
     sub.add_parser("base", help="find (or download and verify) the v4.20 base tree")
     sub.add_parser("series", help="check the series file and the patch headers")
     sub.add_parser("apply", help="git am the series onto v4.20 in $LK_OUT/tree")
@@ -501,7 +511,11 @@ def main(argv: list[str] | None = None) -> int:
         "collected in the topic's b4 prep branches (lk send's) to patches/ "
         "(repeatable)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     ccache_env(os.environ)
     try:
         if args.cmd in LOCKED:

@@ -31,10 +31,30 @@ from . import (
 )
 
 
+# What every run needs (.ci/run's `lk setup --no-build`, `lk deps`), and
+# what only `lk test --full` needs besides: the guests outside CI
+# (configs/qemu/*.conf with outside_ci) boot in emulators that no CI guest
+# uses, large packages that a fresh CI machine should not install.
+PACKAGES = os.path.join(common.TOP, "scripts", "packages.txt")
+PACKAGES_FULL = os.path.join(common.TOP, "scripts", "packages-full.txt")
+
+
+def package_list(full: bool) -> list[str]:
+    """The Debian packages of scripts/packages.txt, and with full those of
+    scripts/packages-full.txt after them."""
+    pkgs = []
+    for path in (PACKAGES, PACKAGES_FULL) if full else (PACKAGES,):
+        with open(path) as f:
+            pkgs += [l.split("#", 1)[0].strip() for l in f]
+    return [p for p in pkgs if p]
+
+
 def do_deps(args: argparse.Namespace) -> None:
-    with open(os.path.join(common.TOP, "scripts", "packages.txt")) as f:
-        pkgs = [l.split("#", 1)[0].strip() for l in f]
-    pkgs = [p for p in pkgs if p]
+    """Install what is missing of package_list(): with the full list for
+    `lk deps --full` and for a `lk setup` that builds (the full matrix),
+    not for `lk setup --no-build` (CI)."""
+    full = getattr(args, "full", False) or (args.cmd == "setup" and not args.no_build)
+    pkgs = package_list(full)
     r = common.run(
         ["dpkg-query", "-W", "-f", "${Package} ${Status}\\n"] + pkgs,
         capture=True,

@@ -28,7 +28,9 @@ Data files:
                               init_abi, boot_timeout, poweroff_timeout,
                               debug_scale, kmemleak_timeout; optional:
                               accel = tcg[,options] (QEMU's -accel;
-                              default tcg),
+                              default tcg), console_port = N (the
+                              console is QEMU's serial port N, stdio;
+                              default 0: -serial null for those before),
                               tests = <name> ... (selftests of its ABIs, by
                               their selftests.txt names; default: all of
                               them; an unknown name is an error), expect and

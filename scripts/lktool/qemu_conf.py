@@ -66,6 +66,16 @@ def load_guest(
     if g["accel"].split(",")[0] != "tcg":
         raise common.Failure("%s: accel must be tcg[,options] (TCG only)" % path)
     g.setdefault("console", "ttyS0")
+    # QEMU's serial port (0, 1, ...) that the console is on: some boards
+    # wire their first port to a UART that the kernel does not use.
+    try:
+        g["console_port"] = int(g.get("console_port", 0))
+    except ValueError:
+        g["console_port"] = -1
+    if g["console_port"] < 0:
+        raise common.Failure(
+            "%s: console_port must be a serial port number (0, 1, ...)" % path
+        )
     g.setdefault("append", "")
     g.setdefault("memory", "512")
     g.setdefault("smp", "2")

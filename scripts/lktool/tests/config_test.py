@@ -398,6 +398,54 @@ class GuestTargets(unittest.TestCase):
             self.assertEqual(t["goals"], ["vmlinux"])
             self.assertIsNone(t["ci_goals"], name)
 
+    def test_uniprocessor_guest_kernels(self):
+        # The 68040 has no SMP in v4.20: allnoconfig plus the system call
+        # families, up-guest.config (qemu-guest.config less its SMP
+        # options), the platform fragment of the build-only target m68k and
+        # the machine's console.
+        t = targetconf.load_target("m68k-guest")
+        self.assertEqual((t["arch"], t["cross_compile"]), ("m68k", "m68k-linux-gnu-"))
+        self.assertEqual(t["defconfig"], "allnoconfig")
+        self.assertEqual(
+            t["fragments"],
+            [
+                "y2038-calls.config",
+                "up-guest.config",
+                "m68k-mac.config",
+                "mac-q800.config",
+                "kunit.config",
+                "binderfs.config",
+            ],
+        )
+        self.assertIn("m68k-mac.config", targetconf.load_target("m68k")["fragments"])
+        self.assertEqual(t["goals"], ["vmlinux"])
+        # 32-bit PA-RISC has SMP: every guest's fragment, as mips and ppc.
+        t = targetconf.load_target("parisc-guest")
+        self.assertEqual((t["arch"], t["cross_compile"]), ("parisc", "hppa-linux-gnu-"))
+        self.assertEqual(
+            t["fragments"],
+            [
+                "qemu-guest.config",
+                "hppa-qemu.config",
+                "kunit.config",
+                "binderfs.config",
+            ],
+        )
+        up = set(
+            symbol
+            for _, _, symbol in targetconf.fragment_lines(
+                {"fragments": ["up-guest.config"]}
+            )
+        )
+        guest = set(
+            symbol
+            for _, _, symbol in targetconf.fragment_lines(
+                {"fragments": ["qemu-guest.config"]}
+            )
+        )
+        self.assertEqual(up - guest, set())
+        self.assertFalse(up & {"SMP", "CPUSETS", "HOTPLUG_CPU"})
+
     def test_every_fragment_is_used(self):
         d = os.path.join(TOP, "configs", "targets")
         used = set()
@@ -405,15 +453,28 @@ class GuestTargets(unittest.TestCase):
             used |= set(targetconf.load_target(fn[: -len(".conf")])["fragments"])
         self.assertEqual(sorted(os.listdir(common.FRAGMENTS)), sorted(used))
 
-    def test_every_guest_but_the_debug_ones_boots_in_ci(self):
+    def test_every_guest_boots_in_ci_but_the_debug_and_outside_ci_ones(self):
         # `lk test` boots the guests whose target the build stage built.
+        # The debug guests are `lk fuzz`'s (their names say so); a guest
+        # left out of CI for another reason says why in its outside_ci
+        # key, and `lk test --full` builds its target and boots it.
         d = os.path.join(TOP, "configs", "qemu")
-        ci = targetconf.matrix("ci")
+        ci, full = targetconf.matrix("ci"), targetconf.matrix("full")
+        outside = []
         for fn in sorted(os.listdir(d)):
             if not fn.endswith(".conf"):
                 continue
-            target = common.read_kv(os.path.join(d, fn))["target"]
-            self.assertEqual(target in ci, not fn.endswith("-debug.conf"), fn)
+            conf = common.read_kv(os.path.join(d, fn))
+            target = conf["target"]
+            debug = fn.endswith("-debug.conf")
+            why = conf.get("outside_ci", "")
+            self.assertFalse(debug and "outside_ci" in conf, fn)
+            self.assertEqual(target in ci, not debug and not why, fn)
+            if why:
+                outside.append(fn[: -len(".conf")])
+                self.assertIn(target, full, fn)
+                self.assertGreater(len(why.split()), 5, fn)
+        self.assertEqual(outside, ["hppa", "m68k"])
 
     def test_x32_config_turns_on_x32_only(self):
         lines = [

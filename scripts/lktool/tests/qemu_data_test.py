@@ -47,6 +47,8 @@ class DataFiles(unittest.TestCase):
         # The 32-bit big-endian guests run their own ABI only.
         self.assertEqual(qemu_conf.load_guest("mips")["abis"], ["mips"])
         self.assertEqual(qemu_conf.load_guest("ppc")["abis"], ["ppc"])
+        for name in ("m68k", "hppa"):
+            self.assertEqual(qemu_conf.load_guest(name)["abis"], [name])
         # The 64-bit MIPS kernel runs the same o32 programs through compat.
         mips64 = qemu_conf.load_guest("mips64")
         self.assertEqual((mips64["abis"], mips64["init_abi"]), (["mips"], "mips"))
@@ -63,13 +65,16 @@ class DataFiles(unittest.TestCase):
 
     def test_abis(self):
         self.assertEqual(
-            qemu_conf.abi_names(), ["32", "64", "arm", "arm64", "mips", "ppc"]
+            qemu_conf.abi_names(),
+            ["32", "64", "arm", "arm64", "hppa", "m68k", "mips", "ppc"],
         )
         for name, cc, arch in (
             ("arm", "arm-linux-gnueabihf-gcc", "arm"),
             ("arm64", "aarch64-linux-gnu-gcc", "arm64"),
             ("mips", "mips-linux-gnu-gcc", "mips"),
             ("ppc", "powerpc-linux-gnu-gcc", "powerpc"),
+            ("m68k", "m68k-linux-gnu-gcc", "m68k"),
+            ("hppa", "hppa-linux-gnu-gcc", "parisc"),
         ):
             a = qemu_conf.load_abi(name)
             self.assertEqual((a["name"], a["cc"], a["headers_arch"]), (name, cc, arch))
@@ -84,7 +89,9 @@ class DataFiles(unittest.TestCase):
         self.assertEqual(
             userspace.headers_srcarch(qemu_conf.load_abi("ppc")), "powerpc"
         )
-        with self.assertRaisesRegex(common.Failure, "ABIs: 32 64 arm arm64 mips ppc"):
+        with self.assertRaisesRegex(
+            common.Failure, r"ABIs: 32 64 arm arm64 hppa m68k mips ppc\)"
+        ):
             qemu_conf.load_abi("armel")
 
     def test_abi_header_inputs_are_in_the_tree(self):
@@ -143,6 +150,40 @@ class DataFiles(unittest.TestCase):
             self.assertTrue(append.startswith("console=ttyAMA0 panic=-1 "), append)
             self.assertIn("lkqemu.abi=%s" % abi, append)
             self.assertEqual(cmd[cmd.index("-kernel") + 1], "/k")
+
+    def test_console_on_a_later_serial_port(self):
+        # A board whose first serial port is not the console's (console_port
+        # N): the ports before it get -serial null, stdio is the Nth.
+        g = qemu_conf.load_guest("m68k", overrides={"console_port": "2"})
+        cmd = boot.qemu_command(g, "/k", "/rd", TOKEN)
+        serial = [cmd[i + 1] for i, c in enumerate(cmd) if c == "-serial"]
+        self.assertEqual(serial, ["null", "null", "stdio"])
+        self.assertEqual(cmd[cmd.index("-kernel") + 1], "/k")
+        # The guests' console is the first port (q800's SCC included).
+        for name in qemu_conf.guest_names():
+            g = qemu_conf.load_guest(name)
+            self.assertEqual(g["console_port"], 0, name)
+            cmd = boot.qemu_command(g, "/k", "/rd", TOKEN)
+            serial = [cmd[i + 1] for i, c in enumerate(cmd) if c == "-serial"]
+            self.assertEqual(serial, ["stdio"], name)
+        for bad in ("-1", "one"):
+            with self.assertRaises(common.Failure, msg=bad):
+                qemu_conf.load_guest("m68k", overrides={"console_port": bad})
+
+    def test_m68k_and_hppa_command_lines(self):
+        for name, binary, machine, kernel in (
+            ("m68k", "qemu-system-m68k", ["-M", "q800"], "vmlinux"),
+            ("hppa", "qemu-system-hppa", ["-nic", "none"], "vmlinux"),
+        ):
+            g = qemu_conf.load_guest(name)
+            self.assertEqual(g["kernel"], kernel)
+            cmd = boot.qemu_command(g, "/k", "/rd", TOKEN)
+            self.assertEqual(cmd[:3], [binary, "-accel", "tcg"])
+            self.assertEqual(cmd[-2:], machine)
+            self.assertEqual(cmd[cmd.index("-smp") + 1], "1")
+            append = cmd[cmd.index("-append") + 1]
+            self.assertTrue(append.startswith("console=ttyS0 panic=-1 "), append)
+            self.assertIn("lkqemu.abi=%s" % name, append)
 
     def test_big_endian_command_lines(self):
         # Malta and mac99 load the ELF vmlinux themselves; one CPU each, the

@@ -621,3 +621,38 @@ class SelftestOutput(unittest.TestCase):
         # No block (the log was cut): the row still points at the log.
         self.assertRegex(rows["selftest: One.test_c"][2], r"^see .*selftest\.log$")
         self.assertEqual(self.selftest_results(log).count("FAIL"), 3)
+
+
+class PackageLists(unittest.TestCase):
+    """CI's setup installs scripts/packages.txt only; the emulators of the
+    guests outside CI are in scripts/packages-full.txt."""
+
+    def installs(self, argv):
+        args = cli.parser().parse_args(argv)
+        calls = []
+
+        def run(cmd, **kw):
+            calls.append(cmd)
+            # dpkg-query: nothing installed, so every package is missing
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+
+        with mock.patch.object(common, "run", run), mock.patch.object(
+            common, "log", lambda *a: None
+        ):
+            pipeline.do_deps(args)
+        return calls[-1][calls[-1].index("--no-install-recommends") + 1 :]
+
+    def test_ci_setup_leaves_out_the_full_list(self):
+        base, full = pipeline.package_list(False), pipeline.package_list(True)
+        extra = full[len(base) :]
+        self.assertEqual(full[: len(base)], base)
+        self.assertIn("qemu-system-misc", extra)
+        self.assertFalse(set(base) & set(extra))
+        self.assertEqual(self.installs(["setup", "--no-build"]), base)
+        self.assertEqual(self.installs(["deps"]), base)
+        self.assertEqual(self.installs(["deps", "--full"]), full)
+        self.assertEqual(self.installs(["setup"]), full)
+
+    def test_ci_run_sets_up_without_building(self):
+        with open(os.path.join(TOP, ".ci", "run")) as f:
+            self.assertIn("scripts/lk setup --no-build\n", f.read().replace(";", "\n"))
