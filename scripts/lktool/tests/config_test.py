@@ -333,21 +333,27 @@ class GuestTargets(unittest.TestCase):
         # Their architecture and compiler are those of the defconfig
         # targets; the guests' fragments name everything they build: what
         # every guest needs, the machine's devices, the architecture's
-        # extras, KUnit and binderfs.
+        # extras, /proc/schedstat for the cpuset selftest, KUnit and
+        # binderfs.
         for name, plain, machine, extra in (
             (
                 "x86_64",
                 "x86_64-defconfig",
                 "pc",
-                ["pc-numa.config", "compat.config", "x32.config"],
+                [
+                    "pc-numa.config",
+                    "compat.config",
+                    "x32.config",
+                    "sched-domains.config",
+                ],
             ),
-            ("i386", "i386-defconfig", "pc", []),
-            ("arm-guest", "arm", "virt", ["arm-virt.config"]),
+            ("i386", "i386-defconfig", "pc", ["sched-domains.config"]),
+            ("arm-guest", "arm", "virt", ["arm-virt.config", "sched-domains.config"]),
             (
                 "arm64-guest",
                 "arm64",
                 "virt",
-                ["arm64-compat.config", "arm64-pauth.config"],
+                ["arm64-compat.config", "arm64-pauth.config", "sched-domains.config"],
             ),
         ):
             guest, defconfig = targetconf.load_target(name), targetconf.load_target(
