@@ -120,7 +120,7 @@ def sigterm_unwinds() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    with on_sigterm(lambda: None):
+    with on_sigterm(kill_running):
         yield
 
 
@@ -142,6 +142,10 @@ def on_sigterm(first: Callable[[], None]) -> Iterator[None]:
 
 # The qemu processes that boot() runs now, in whichever thread.
 RUNNING: set[subprocess.Popen[bytes]] = set()
+# Held while boot() starts a qemu and records it in RUNNING:
+# kill_running() waits for a start under way in another thread, which
+# would otherwise leave that qemu out.
+STARTING = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -158,7 +162,9 @@ def sigterm_kills_boots() -> Iterator[None]:
 
 def kill_running() -> None:
     """SIGKILL every qemu that boot() runs now."""
-    for proc in list(RUNNING):
+    with STARTING:
+        procs = list(RUNNING)
+    for proc in procs:
         try:
             proc.kill()
         except OSError:
@@ -218,17 +224,19 @@ def boot(
         tail, err = b"", b""
         finished = False
         sel = selectors.DefaultSelector()
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        # Nothing between the start and the try: a SIGTERM there (qemu
-        # may already run its first instructions) would leave it running.
-        try:
+        # A SIGTERM once qemu runs kills it: the handler (kill_running())
+        # finds it in RUNNING, waiting for STARTING if another thread is
+        # starting it, and the finally below kills it too.
+        with STARTING:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             RUNNING.add(proc)
+        try:
             assert proc.stdout is not None and proc.stderr is not None
             sel.register(proc.stdout, selectors.EVENT_READ)
             sel.register(proc.stderr, selectors.EVENT_READ)

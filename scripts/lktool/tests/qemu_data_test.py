@@ -20,6 +20,7 @@ from .qemu_support import (
     canned,
     judge,
     one_test,
+    record_when_running,
     row,
     sigterm_while_booting,
     sleeping_qemu,
@@ -559,15 +560,8 @@ class Interrupted(unittest.TestCase):
         process.)"""
         with tempfile.TemporaryDirectory() as d:
             fake, pidfile, kernel, log = sleeping_qemu(d)
-            now = (
-                "class Now(set):\n"
-                "    def add(self, proc):\n"
-                "        set.add(self, proc)\n"
-                "        while not os.path.exists(%r) or not os.path.getsize(%r):\n"
-                "            time.sleep(0.01)\n"
-                "        os.kill(os.getpid(), signal.SIGTERM)\n"
-                "        time.sleep(5)\n"
-                "boot.RUNNING = Now()\n" % (pidfile, pidfile)
+            now = record_when_running(
+                pidfile, after="os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)"
             )
             code = boot_code(HERE, fake, kernel, log, before=now)
             p = subprocess.Popen([sys.executable, "-c", code])

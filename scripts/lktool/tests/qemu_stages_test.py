@@ -11,7 +11,12 @@ import unittest
 from unittest import mock
 
 from .. import apply, boot, common, fuzz, kunit, qemu, qemu_stages
-from .qemu_support import boot_code, sigterm_while_booting, sleeping_qemu
+from .qemu_support import (
+    boot_code,
+    record_when_running,
+    sigterm_while_booting,
+    sleeping_qemu,
+)
 
 
 class InProcessStages(unittest.TestCase):
@@ -382,6 +387,18 @@ class Lane(unittest.TestCase):
                 (kunit, "parse_kunit_log"),
             )
         self.assertEqual(most, 1)
+
+    def test_sigterm_while_another_thread_starts_qemu_kills_it(self):
+        """The signal comes after the lane's thread has started qemu and
+        before it has recorded it (a loaded machine; here the thread is
+        held there for a second): the handler waits for the record and
+        kills that qemu too."""
+        here = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+        with tempfile.TemporaryDirectory() as d:
+            fake, pidfile, kernel, log = sleeping_qemu(d)
+            slow = record_when_running(pidfile, before="time.sleep(1)")
+            code = boot_code(here, fake, kernel, log, before=slow, in_thread=True)
+            sigterm_while_booting(self, code, pidfile)
 
     def test_sigterm_kills_the_qemu_of_a_boot_in_another_thread(self):
         """The main thread builds while the lane boots: SIGTERM to lk kills

@@ -191,6 +191,22 @@ def assert_gone(testcase, qemu_pid):
     testcase.assertIn(process_state(qemu_pid), (None, "Z"), "qemu still runs")
 
 
+def record_when_running(pidfile, before="pass", after="pass"):
+    """Code for boot_code()'s `before`: boot() records its qemu in a set
+    that, once the fake qemu runs (its pidfile written), runs the
+    statement `before`, records it, then runs `after`."""
+    return (
+        "class Recorder(set):\n"
+        "    def add(self, proc):\n"
+        "        while not os.path.exists(%r) or not os.path.getsize(%r):\n"
+        "            time.sleep(0.01)\n"
+        "        %s\n"
+        "        set.add(self, proc)\n"
+        "        %s\n"
+        "boot.RUNNING = Recorder()\n" % (pidfile, pidfile, before, after)
+    )
+
+
 def boot_code(here, fake, kernel, log, before="", in_thread=False):
     """Python code that boots the i386 guest with the fake qemu (for a
     process of its own, which a test then signals); `before` runs first,
