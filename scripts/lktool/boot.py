@@ -113,10 +113,11 @@ def missing_kernel(
 
 @contextlib.contextmanager
 def sigterm_unwinds() -> Iterator[None]:
-    """While a boot runs, SIGTERM (timeout(1), a CI job's limit) exits
-    through the finally blocks, like ^C, so that qemu, which runs in a
-    session of its own and does not get the signal, is killed too.  Signal
-    handlers belong to the main thread: elsewhere this does nothing."""
+    """While a boot runs, SIGTERM (timeout(1), a CI job's limit) kills
+    the qemu processes boot() has recorded (kill_running()), then exits
+    through the finally blocks, like ^C: qemu runs in a session of its
+    own and does not get the signal.  Signal handlers belong to the main
+    thread: elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
