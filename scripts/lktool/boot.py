@@ -284,7 +284,9 @@ def boot(
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     killed = "limit"
-            if proc.poll() is None:
+            # Not finished: an exception (SIGTERM, ^C) stopped the boot;
+            # its handler may have killed qemu already (kill_running()).
+            if proc.poll() is None or not finished:
                 killed = killed or "interrupted"
                 proc.kill()
             try:
